@@ -1,0 +1,82 @@
+# zynqflow: ZynqNet-style CNN -> Zynq FPGA flow.  `make help` lists the targets.
+#
+# Variables (override on the command line):
+#   NET   network preset or JSON config       (default zynqnet-mini)
+#   DATA  fashion-mnist | synthetic | cifar10 | <dir with cifar-10-batches-py>
+#   CKPT  checkpoint to export (default: your trained one, else the committed reference)
+#   DATA_DIR  where the dataset files are (Fashion-MNIST: looked up in the Debian
+#         package dir first; CIFAR-10: required)
+
+SHELL   := /bin/bash
+PYTHON  ?= python3
+VENV    := .venv
+PY      := $(VENV)/bin/python
+STAMP   := $(VENV)/.zynqflow-installed
+NET     ?= zynqnet-mini
+DATA    ?= fashion-mnist
+DATA_DIR ?=
+# build/<net>/<dataset>/ directory name for DATA
+DSET    := $(if $(filter fashion-mnist synthetic,$(DATA)),$(DATA),cifar10)
+ifneq ($(filter-out fashion-mnist synthetic cifar10,$(DATA)),)
+  DATA_DIR := $(DATA)
+endif
+REF_CKPT := model/reference/$(NET)/$(DSET)/checkpoint.pt
+CKPT    ?= $(firstword $(wildcard build/$(NET)/$(DSET)/checkpoint.pt) $(REF_CKPT))
+EXPORT  := build/$(NET)/export
+TRAIN_ARGS ?=
+FRAMES  ?= 256
+DATA_ARG := $(if $(DATA_DIR),--data-dir $(DATA_DIR),)
+
+.PHONY: help setup demo test test-fast train export csim report bench hls rtl-sim synth-estimate \
+        bitstream deploy clean
+
+help:
+	@echo "make demo            short training, fixed-point evaluation, report, export, C-sim"
+	@echo "make test            the test suite (pytest)"
+	@echo "make train NET=.. DATA=..   train (QAT) -> build/<net>/<dataset>/checkpoint.pt, metrics.json"
+	@echo "make report NET=..   per-layer characterization -> build/<net>/report.json, roofline.png"
+	@echo "make export CKPT=..  integers, HLS header, .mem ROMs, manifest -> build/<net>/export/"
+	@echo "make csim            HLS C simulation with g++ -> build/<net>/<dataset>/csim.json"
+	@echo "make bench           speed and bit-exactness figures -> build/bench/*.json"
+	@echo "make hls             Vitis HLS csim/csynth/cosim/export (needs vitis_hls)"
+	@echo "make rtl-sim | synth-estimate | bitstream | deploy   (see README)"
+
+setup: $(STAMP)
+$(STAMP): pyproject.toml scripts/setup.sh
+	@PYTHON=$(PYTHON) VENV=$(VENV) bash scripts/setup.sh
+	@touch $@
+
+test: $(STAMP)
+	$(PY) -m pytest -q
+
+test-fast: $(STAMP)
+	$(PY) -m pytest -q -x -m "not slow"
+
+train: $(STAMP)
+	$(PY) -m zynqflow.model.train --net $(NET) --data $(DATA) $(DATA_ARG) $(TRAIN_ARGS)
+
+report: $(STAMP)
+	$(PY) -m zynqflow.model.report --net $(NET) --out build/$(NET)
+
+export: $(STAMP)
+	$(PY) -m zynqflow.model.export --ckpt $(CKPT) --out $(EXPORT) $(DATA_ARG)
+
+csim: export
+	$(PY) -m zynqflow.hls.csim --export $(EXPORT) --ckpt $(CKPT) --frames $(FRAMES) $(DATA_ARG) \
+	    --out build/$(NET)/$(DSET)/csim.json
+
+bench: $(STAMP)
+	$(PY) -m zynqflow.model.bench --net $(NET) --ckpt $(CKPT) $(DATA_ARG)
+
+demo: $(STAMP)
+	$(PY) -m zynqflow.model.demo
+
+hls: export
+	bash hls/scripts/hls.sh $(EXPORT) build/$(NET)/hls
+
+rtl-sim synth-estimate bitstream deploy:
+	@echo "make $@: not implemented yet (RTL twin and board build are tracked in their own issues)" >&2
+	@exit 2
+
+clean:
+	rm -rf build sim_build

@@ -1,0 +1,184 @@
+"""``make bench``: speed and bit-exactness figures, as JSON plus a short table.
+
+Writes into ``build/bench/``:
+
+``training.json``  seconds per epoch of zynqnet-mini training, float vs QAT
+                   (median of timed windows, extrapolated to a full epoch),
+                   their ratio, and the exact-integer evaluation throughput
+                   over the whole test set.
+``csim.json``      the reference checkpoint's whole test set through the
+                   HLS C simulation, mismatches vs golden (must be 0).
+``bitexact.json``  hls4ml side by side (see zynqflow.hls.hls4ml_compare).
+
+Every figure names the machine it was measured on.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from .config import get_config
+from .data import augment, batches, load_dataset
+from .export import load_checkpoint_qnet
+from .golden import golden_logits
+from .net import ZynqNet
+
+
+def machine() -> dict:
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return dict(platform=platform.platform(), cpu=cpu, cores=os.cpu_count(),
+                torch_threads=torch.get_num_threads(), python=platform.python_version(),
+                torch=torch.__version__, numpy=np.__version__)
+
+
+def _time_steps(net: ZynqNet, split, steps: int, batch_size: int, repeats: int) -> list[float]:
+    """Seconds per training step, one median-able sample per repeat."""
+    opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
+    gen = torch.Generator().manual_seed(0)
+    samples = []
+    for _ in range(repeats):
+        it = batches(split, batch_size, shuffle=True, augment_fn=lambda x: augment(x, generator=gen), generator=gen)
+        done, t0 = 0, None
+        for i, (x, y) in enumerate(it):
+            if i == 2:           # two warm-up steps per window
+                t0 = time.perf_counter()
+            loss = F.cross_entropy(net(x), y)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            if i >= 2:
+                done += 1
+            if done == steps:
+                break
+        samples.append((time.perf_counter() - t0) / done)
+    return samples
+
+
+def bench_training(net_name: str, ckpt: str, data_dir: str | None, steps: int, repeats: int) -> dict:
+    cfg = get_config(net_name)
+    ds = load_dataset("fashion-mnist", data_dir, size=cfg.input_size)
+    torch.manual_seed(0)
+    net = ZynqNet(get_config(net_name, in_channels=ds.channels))
+    batch_size = 128
+    steps_per_epoch = -(-len(ds.train) // batch_size)
+    float_s = _time_steps(net, ds.train, steps, batch_size, repeats)
+    calib = torch.from_numpy(ds.train.images[:2048]).float() / 256
+    net.calibrate([calib])
+    net.set_mode("qat")
+    qat_s = _time_steps(net, ds.train, steps, batch_size, repeats)
+    f_epoch = statistics.median(float_s) * steps_per_epoch
+    q_epoch = statistics.median(qat_s) * steps_per_epoch
+
+    qnet = load_checkpoint_qnet(ckpt)
+    frames, labels = ds.test.hwc(), ds.test.labels
+    evals = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        logits = golden_logits(qnet, frames)
+        evals.append(time.perf_counter() - t0)
+    # the PyTorch exact integer path on the same frames
+    from .net import ZynqNet as _Z
+    ck = torch.load(ckpt, map_location="cpu", weights_only=False)
+    tnet = _Z.from_checkpoint(ck)
+    from .train import integer_logits
+    t0 = time.perf_counter()
+    tlogits = integer_logits(tnet, ds.test.images)
+    torch_eval = time.perf_counter() - t0
+    return dict(
+        net=net_name, batch_size=batch_size, steps_per_epoch=steps_per_epoch,
+        timed_steps_per_window=steps, windows=repeats,
+        seconds_per_epoch_float=f_epoch, seconds_per_epoch_qat=q_epoch,
+        qat_over_float=q_epoch / f_epoch,
+        seconds_per_step_float=float_s, seconds_per_step_qat=qat_s,
+        method="median over windows of timed training steps (after 2 warm-up steps), times steps per epoch",
+        exact_integer_eval=dict(
+            frames=len(frames), checkpoint=str(ckpt),
+            golden_numpy_fps=len(frames) / statistics.median(evals),
+            golden_numpy_seconds=evals,
+            torch_integer_path_fps=len(frames) / torch_eval,
+            top1=float((logits.argmax(1) == labels).mean()),
+            golden_equals_torch_integer_path=bool(np.array_equal(logits, tlogits)),
+        ),
+        machine=machine(),
+    )
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--net", default="zynqnet-mini")
+    p.add_argument("--ckpt", required=True)
+    p.add_argument("--data-dir", default=None)
+    p.add_argument("--steps", type=int, default=40, help="timed training steps per window")
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--out", default="build/bench")
+    p.add_argument("--only", default="training,csim,bitexact", help="comma list of parts to run")
+    a = p.parse_args(argv)
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    parts = set(a.only.split(","))
+    rows = []
+    if "training" in parts:
+        print("bench: training speed (float vs QAT) and exact-integer evaluation ...", flush=True)
+        r = bench_training(a.net, a.ckpt, a.data_dir, a.steps, a.repeats)
+        (out / "training.json").write_text(json.dumps(r, indent=2) + "\n")
+        e = r["exact_integer_eval"]
+        rows += [("training s/epoch, float", f"{r['seconds_per_epoch_float']:.1f}"),
+                 ("training s/epoch, QAT", f"{r['seconds_per_epoch_qat']:.1f}"),
+                 ("QAT / float", f"{r['qat_over_float']:.2f}"),
+                 ("exact-integer eval, numpy golden (frames/s)", f"{e['golden_numpy_fps']:.0f}"),
+                 ("exact-integer eval, torch (frames/s)", f"{e['torch_integer_path_fps']:.0f}"),
+                 ("fixed top-1 (whole test set)", f"{e['top1']:.4f}")]
+    if "csim" in parts:
+        try:
+            from zynqflow.hls import csim
+        except ImportError as e:  # pragma: no cover
+            print(f"bench: C-sim unavailable ({e})")
+        else:
+            export_dir = Path(f"build/{a.net}/export")
+            print("bench: whole test set through the HLS C simulation ...", flush=True)
+            rc = csim.main(["--export", str(export_dir), "--ckpt", a.ckpt, "--frames", "0",
+                            "--out", str(out / "csim.json")] + (["--data-dir", a.data_dir] if a.data_dir else []))
+            if (out / "csim.json").exists():
+                c = json.loads((out / "csim.json").read_text())
+                rows += [("C-sim frames", str(c.get("frames"))), ("C-sim top-1", f"{c.get('top1', 0):.4f}"),
+                         ("C-sim mismatches vs golden", str(c.get("mismatches_vs_golden"))),
+                         ("C-sim frames/s", f"{c.get('fps', 0):.0f}")]
+            if rc:
+                print("bench: C-sim reported mismatches", file=sys.stderr)
+                return rc
+    if "bitexact" in parts:
+        try:
+            from zynqflow.hls import hls4ml_compare
+        except ImportError as e:  # pragma: no cover
+            print(f"bench: hls4ml comparison unavailable ({e})")
+        else:
+            print("bench: hls4ml side by side ...", flush=True)
+            hls4ml_compare.main(["--ckpt", a.ckpt, "--export", f"build/{a.net}/export",
+                                 "--out", str(out / "bitexact.json")])
+    width = max((len(k) for k, _ in rows), default=0)
+    print(f"\nbench results ({machine()['cpu']}, {os.cpu_count()} cores) -> {out}/")
+    for k, v in rows:
+        print(f"  {k:<{width}}  {v}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

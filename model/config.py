@@ -1,0 +1,327 @@
+"""Network topology as data, the design-rule checker and the presets.
+
+A network is a :class:`NetConfig`: an input, an ordered list of
+:class:`LayerSpec` (convolutions that each write a slice of a named tensor;
+a tensor written by several convolutions is their channel concatenation) and
+a final global average pool. Fire modules are sugar that expand into three
+``LayerSpec`` rows (squeeze, expand-1x1, expand-3x3).
+
+Everything downstream (PyTorch module, exporter, HLS layer table, RTL ROMs,
+characterization) is derived from the flattened ``NetConfig.layers``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+
+INPUT = "input"  # name of the network's input tensor
+
+
+class DesignRuleError(ValueError):
+    """A topology or checkpoint breaks one of the FPGA design rules."""
+
+    def __init__(self, layer: str, rule: str):
+        self.layer = layer
+        self.rule = rule
+        super().__init__(f"layer '{layer}': {rule}")
+
+
+@dataclass(frozen=True)
+class LayerSpec:
+    """One operation of the flattened network.
+
+    ``kind`` is ``conv`` for every layer a legal network has; ``maxpool`` and
+    ``avgpool`` exist only so that the rule checker can name and reject them.
+    A conv reads tensor ``src`` (all its channels) and writes channels
+    ``[dst_offset, dst_offset + cout)`` of tensor ``dst``.
+    """
+
+    name: str
+    src: str
+    dst: str
+    cin: int
+    cout: int
+    k: int = 1
+    stride: int = 1
+    relu: bool = True
+    dst_offset: int = 0
+    kind: str = "conv"
+
+    @property
+    def pad(self) -> int:
+        return self.k // 2
+
+
+@dataclass(frozen=True)
+class FireSpec:
+    """A fire module: squeeze (1x1 s1, or 3x3 s2 when ``downsample``) then
+    expand 1x1 and expand 3x3, concatenated (e1 channels first)."""
+
+    squeeze: int
+    expand1: int
+    expand3: int
+    downsample: bool = False
+
+
+@dataclass(frozen=True)
+class NetConfig:
+    name: str
+    input_size: int
+    in_channels: int
+    num_classes: int
+    layers: tuple[LayerSpec, ...]
+    act_bits: int = 8
+    weight_bits: int = 8
+    out_bits: int = 16
+    class_names: tuple[str, ...] = ()
+
+    # ---- derived views -------------------------------------------------
+    @property
+    def conv_layers(self) -> list[LayerSpec]:
+        return [l for l in self.layers if l.kind == "conv"]
+
+    @property
+    def output_tensor(self) -> str:
+        return self.layers[-1].dst
+
+    def tensor_shapes(self) -> dict[str, tuple[int, int]]:
+        """``{tensor: (spatial size, channels)}`` in creation order."""
+        shapes: dict[str, tuple[int, int]] = {INPUT: (self.input_size, self.in_channels)}
+        for l in self.layers:
+            size = shapes[l.src][0]
+            out = (size + l.stride - 1) // l.stride if l.kind == "conv" else size // max(l.stride, 1)
+            prev = shapes.get(l.dst, (out, 0))
+            shapes[l.dst] = (out, max(prev[1], l.dst_offset + l.cout))
+        return shapes
+
+    def layer_sizes(self, layer: LayerSpec) -> tuple[int, int]:
+        """(input spatial size, output spatial size) of one layer."""
+        shapes = self.tensor_shapes()
+        return shapes[layer.src][0], shapes[layer.dst][0]
+
+    @property
+    def out_channels(self) -> int:
+        return self.tensor_shapes()[self.output_tensor][1]
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["layers"] = [asdict(l) for l in self.layers]
+        return d
+
+    @staticmethod
+    def from_dict(d: dict) -> "NetConfig":
+        d = dict(d)
+        if "fires" in d:  # compact form: stem + fires + head
+            return fire_net(
+                name=d["name"],
+                input_size=d["input_size"],
+                in_channels=d["in_channels"],
+                num_classes=d["num_classes"],
+                stem=d["stem"],
+                fires=[FireSpec(**f) for f in d["fires"]],
+                head_channels=d.get("head_channels"),
+                head_splits=d.get("head_splits", 1),
+                class_names=tuple(d.get("class_names", ())),
+                **{k: d[k] for k in ("act_bits", "weight_bits", "out_bits") if k in d},
+            )
+        d["layers"] = tuple(LayerSpec(**l) for l in d["layers"])
+        d["class_names"] = tuple(d.get("class_names", ()))
+        return NetConfig(**d)
+
+    def with_input(self, in_channels: int | None = None, input_size: int | None = None,
+                   num_classes: int | None = None) -> "NetConfig":
+        """The same topology for another input (e.g. RGB CIFAR-10 vs gray
+        Fashion-MNIST). Changing ``input_size`` keeps every layer."""
+        layers = list(self.layers)
+        if in_channels is not None:
+            layers = [replace(l, cin=in_channels) if l.src == INPUT else l for l in layers]
+        cfg = replace(self, layers=tuple(layers),
+                      in_channels=in_channels or self.in_channels,
+                      input_size=input_size or self.input_size)
+        if num_classes is not None and num_classes != self.num_classes:
+            raise ValueError("changing the class count changes the head; build a new config")
+        return cfg
+
+
+# ---------------------------------------------------------------------------
+def fire_net(name: str, input_size: int, in_channels: int, num_classes: int, stem: int,
+             fires: list[FireSpec], head_channels: int | None = None, head_splits: int = 1,
+             **kw) -> NetConfig:
+    """Build the flattened layer list of a ZynqNet-style network:
+    ``c1`` (3x3 s2 stem), fire modules ``f2, f3, ...``, the final 1x1 conv
+    (split into ``head_splits`` concatenated parts ``p1, p2, ...`` as in
+    ZynqNet's c10), then the global average pool."""
+    layers: list[LayerSpec] = [LayerSpec("c1", INPUT, "c1", in_channels, stem, k=3, stride=2)]
+    src, ch = "c1", stem
+    for i, f in enumerate(fires, start=2):
+        fn = f"f{i}"
+        sq = f"{fn}/s3" if f.downsample else f"{fn}/s1"
+        layers.append(LayerSpec(sq, src, sq, ch, f.squeeze, k=3 if f.downsample else 1,
+                                stride=2 if f.downsample else 1))
+        layers.append(LayerSpec(f"{fn}/e1", sq, fn, f.squeeze, f.expand1, k=1))
+        layers.append(LayerSpec(f"{fn}/e3", sq, fn, f.squeeze, f.expand3, k=3, dst_offset=f.expand1))
+        src, ch = fn, f.expand1 + f.expand3
+    head = f"c{len(fires) + 2}"
+    out = head_channels or num_classes
+    if out % head_splits:
+        raise DesignRuleError(head, f"{out} output channels do not split into {head_splits} equal parts")
+    part = out // head_splits
+    for p in range(head_splits):
+        lname = head if head_splits == 1 else f"{head}/p{p + 1}"
+        layers.append(LayerSpec(lname, src, head, ch, part, k=1, relu=False, dst_offset=p * part))
+    return NetConfig(name=name, input_size=input_size, in_channels=in_channels,
+                     num_classes=num_classes, layers=tuple(layers), **kw)
+
+
+# ---------------------------------------------------------------------------
+def _pow2(n: int) -> bool:
+    return n > 0 and n & (n - 1) == 0
+
+
+def check_rules(cfg: NetConfig) -> None:
+    """Raise :class:`DesignRuleError` naming the first layer that breaks a rule.
+
+    Rules: power-of-two spatial sizes everywhere; kernels 1 or 3, strides 1 or
+    2 (3x3 zero-padded by 1); no pooling but the final global average;
+    concatenated branches share size, activation (hence signedness) and bit
+    width, so they can share one fixed-point format; every conv reads a tensor
+    that exists with the channel count it expects; the output tensor is
+    written by the last layers and carries at least ``num_classes`` channels.
+    """
+    if not cfg.layers:
+        raise DesignRuleError(cfg.name, "network has no layers")
+    if not _pow2(cfg.input_size):
+        raise DesignRuleError(INPUT, f"input size {cfg.input_size} is not a power of two")
+    if cfg.in_channels < 1:
+        raise DesignRuleError(INPUT, "input needs at least one channel")
+    for bits, what in ((cfg.act_bits, "act_bits"), (cfg.weight_bits, "weight_bits"), (cfg.out_bits, "out_bits")):
+        if not 2 <= bits <= 16:
+            raise DesignRuleError(cfg.name, f"{what}={bits} is outside 2..16")
+    sizes: dict[str, int] = {INPUT: cfg.input_size}
+    channels: dict[str, int] = {INPUT: cfg.in_channels}
+    writers: dict[str, list[LayerSpec]] = {}
+    finished: set[str] = {INPUT}  # tensors that have been read (no more writes allowed)
+    names: set[str] = set()
+    for l in cfg.layers:
+        if l.name in names:
+            raise DesignRuleError(l.name, "duplicate layer name")
+        names.add(l.name)
+        if l.kind in ("maxpool", "avgpool", "pool"):
+            raise DesignRuleError(l.name, f"{l.kind} is not allowed: downsample with a strided 3x3 conv; "
+                                          "the only pooling is the final global average pool")
+        if l.kind != "conv":
+            raise DesignRuleError(l.name, f"unknown layer kind '{l.kind}' (only conv)")
+        if l.k not in (1, 3):
+            raise DesignRuleError(l.name, f"kernel {l.k}x{l.k} is not allowed (only 1x1 and 3x3)")
+        if l.stride not in (1, 2):
+            raise DesignRuleError(l.name, f"stride {l.stride} is not allowed (only 1 and 2)")
+        if l.src not in sizes:
+            raise DesignRuleError(l.name, f"reads tensor '{l.src}' before anything writes it")
+        if l.src == l.dst:
+            raise DesignRuleError(l.name, "reads and writes the same tensor")
+        finished.add(l.src)
+        if channels[l.src] != l.cin:
+            raise DesignRuleError(l.name, f"expects {l.cin} input channels but '{l.src}' has {channels[l.src]}")
+        if l.cin < 1 or l.cout < 1:
+            raise DesignRuleError(l.name, "channel counts must be positive")
+        size = sizes[l.src]
+        if l.stride == 2 and size < 2:
+            raise DesignRuleError(l.name, "stride 2 on a 1x1 map")
+        out = size // l.stride
+        if not _pow2(out):
+            raise DesignRuleError(l.name, f"output size {out} is not a power of two")
+        if l.dst in finished:
+            raise DesignRuleError(l.name, f"writes tensor '{l.dst}' after it has been read")
+        ws = writers.setdefault(l.dst, [])
+        if ws:
+            first = ws[0]
+            if sizes[l.dst] != out:
+                raise DesignRuleError(l.name, f"concatenated with '{first.name}' but its output is "
+                                              f"{out}x{out}, not {sizes[l.dst]}x{sizes[l.dst]}")
+            if first.relu != l.relu:
+                raise DesignRuleError(l.name, f"concatenated with '{first.name}' but ReLU differs, so the "
+                                              "branches cannot share one fixed-point format (signedness)")
+            if l.dst_offset != channels[l.dst]:
+                raise DesignRuleError(l.name, f"writes channels from {l.dst_offset} but '{l.dst}' is filled "
+                                              f"up to {channels[l.dst]} (gaps or overlaps are not allowed)")
+        elif l.dst_offset != 0:
+            raise DesignRuleError(l.name, f"first writer of '{l.dst}' must start at channel 0")
+        ws.append(l)
+        sizes[l.dst] = out
+        channels[l.dst] = l.dst_offset + l.cout
+    last = cfg.layers[-1].dst
+    for l in cfg.layers:
+        if l.dst == last and l.relu:
+            raise DesignRuleError(l.name, "the final conv (the logits) must not have a ReLU")
+    if channels[last] < cfg.num_classes:
+        raise DesignRuleError(cfg.layers[-1].name, f"outputs {channels[last]} channels for "
+                                                   f"{cfg.num_classes} classes")
+    for t in writers:
+        if t != last and t not in finished:
+            raise DesignRuleError(writers[t][0].name, f"tensor '{t}' is written but never read")
+
+
+# ---------------------------------------------------------------------------
+FASHION_CLASSES = ("T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
+                   "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot")
+CIFAR10_CLASSES = ("airplane", "automobile", "bird", "cat", "deer",
+                   "dog", "frog", "horse", "ship", "truck")
+
+
+def _zynqnet() -> NetConfig:
+    """ZynqNet CNN (Gschwend 2016), ImageNet, 256x256x3, exactly."""
+    fires = [
+        FireSpec(16, 64, 64, downsample=True),    # f2: 128 -> 64
+        FireSpec(16, 64, 64),                     # f3
+        FireSpec(32, 128, 128, downsample=True),  # f4: 64 -> 32
+        FireSpec(32, 128, 128),                   # f5
+        FireSpec(64, 256, 256, downsample=True),  # f6: 32 -> 16
+        FireSpec(64, 192, 192),                   # f7
+        FireSpec(112, 256, 256, downsample=True), # f8: 16 -> 8
+        FireSpec(112, 368, 368),                  # f9
+    ]
+    return fire_net("zynqnet", 256, 3, 1000, stem=64, fires=fires, head_channels=1024, head_splits=2)
+
+
+def _zynqnet_mini() -> NetConfig:
+    """32x32 (Fashion-MNIST padded, or CIFAR-10), 10 classes. Power-of-two
+    channels throughout so N_PE=16 x N_CI=8 divide every layer but the stem's
+    input and the 10-class head."""
+    fires = [
+        FireSpec(16, 32, 32),                     # f2 @16
+        FireSpec(32, 64, 64, downsample=True),    # f3: 16 -> 8
+        FireSpec(32, 64, 64),                     # f4 @8
+        FireSpec(64, 64, 64, downsample=True),    # f5: 8 -> 4
+    ]
+    return fire_net("zynqnet-mini", 32, 1, 10, stem=64, fires=fires, class_names=FASHION_CLASSES)
+
+
+def _zynqnet_tiny() -> NetConfig:
+    """A few layers on 16x16 input, for fast tests."""
+    fires = [FireSpec(8, 8, 8, downsample=True)]
+    return fire_net("zynqnet-tiny", 16, 1, 10, stem=8, fires=fires, class_names=FASHION_CLASSES)
+
+
+PRESETS = {"zynqnet": _zynqnet, "zynqnet-mini": _zynqnet_mini, "zynqnet-tiny": _zynqnet_tiny}
+
+
+def get_config(name_or_path: str, in_channels: int | None = None, input_size: int | None = None) -> NetConfig:
+    """A preset by name, or a JSON config file (full ``layers`` list or the
+    compact ``stem``/``fires`` form). The rule checker always runs."""
+    if name_or_path in PRESETS:
+        cfg = PRESETS[name_or_path]()
+    else:
+        p = Path(name_or_path)
+        if not p.is_file():
+            raise ValueError(f"unknown network '{name_or_path}': not a preset "
+                             f"({', '.join(PRESETS)}) and no such config file")
+        try:
+            cfg = NetConfig.from_dict(json.loads(p.read_text()))
+        except (KeyError, TypeError, json.JSONDecodeError) as e:
+            raise ValueError(f"{p}: not a valid network config: {e}") from e
+    if in_channels is not None or input_size is not None:
+        cfg = cfg.with_input(in_channels=in_channels, input_size=input_size)
+    check_rules(cfg)
+    return cfg

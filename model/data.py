@@ -1,0 +1,299 @@
+"""Datasets as uint8 NCHW arrays: Fashion-MNIST (IDX), CIFAR-10 (python
+pickles) and a deterministic synthetic set. No torchvision.
+
+Every loader validates what it reads and raises :class:`DatasetError`
+naming the file; nothing is ever partially loaded.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import pickle
+import struct
+import urllib.request
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from .config import CIFAR10_CLASSES, FASHION_CLASSES
+
+DEBIAN_FASHION_DIR = Path("/usr/share/datasets/fashion-mnist")
+FASHION_URL = "http://fashion-mnist.s3-website.eu-central-1.amazonaws.com/"
+FASHION_FILES = {
+    "train": ("train-images-idx3-ubyte", "train-labels-idx1-ubyte"),
+    "test": ("t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"),
+}
+
+
+class DatasetError(ValueError):
+    """A dataset file is missing, corrupt, truncated or inconsistent."""
+
+
+@dataclass
+class Split:
+    """uint8 images N x C x H x W and int64 labels N."""
+
+    images: np.ndarray
+    labels: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+    def subset(self, n: int | None) -> "Split":
+        return self if n is None else Split(self.images[:n], self.labels[:n])
+
+    def hwc(self) -> np.ndarray:
+        """The hardware layout: N x H x W x C, uint8."""
+        return np.ascontiguousarray(self.images.transpose(0, 2, 3, 1))
+
+
+@dataclass
+class Dataset:
+    name: str
+    train: Split
+    test: Split
+    class_names: tuple[str, ...]
+
+    @property
+    def channels(self) -> int:
+        return self.train.images.shape[1]
+
+    @property
+    def size(self) -> int:
+        return self.train.images.shape[2]
+
+
+# ---- IDX -------------------------------------------------------------------
+def _read_bytes(path: Path) -> bytes:
+    try:
+        raw = path.read_bytes()
+    except OSError as e:
+        raise DatasetError(f"{path}: cannot read ({e.strerror})") from e
+    if path.suffix == ".gz":
+        try:
+            raw = gzip.decompress(raw)
+        except (OSError, EOFError, zlib.error) as e:  # BadGzipFile is an OSError
+            raise DatasetError(f"{path}: corrupt or truncated gzip stream ({e})") from e
+    return raw
+
+
+def read_idx(path: Path, expect_dims: int) -> np.ndarray:
+    """Read an IDX file (optionally gzipped) of unsigned bytes."""
+    raw = _read_bytes(path)
+    if len(raw) < 4:
+        raise DatasetError(f"{path}: truncated header ({len(raw)} bytes)")
+    zero, dtype, ndim = struct.unpack(">HBB", raw[:4])
+    if zero != 0 or dtype != 0x08:
+        raise DatasetError(f"{path}: bad magic number 0x{int.from_bytes(raw[:4], 'big'):08x} "
+                           f"(expected 0x000008{expect_dims:02x}, unsigned-byte IDX)")
+    if ndim != expect_dims:
+        raise DatasetError(f"{path}: has {ndim} dimensions, expected {expect_dims}")
+    head = 4 + 4 * ndim
+    if len(raw) < head:
+        raise DatasetError(f"{path}: truncated header")
+    dims = struct.unpack(f">{ndim}I", raw[4:head])
+    n = int(np.prod(dims))
+    if len(raw) - head < n:
+        raise DatasetError(f"{path}: truncated: header promises {n} bytes of data "
+                           f"({' x '.join(map(str, dims))}), file holds {len(raw) - head}")
+    if len(raw) - head > n:
+        raise DatasetError(f"{path}: {len(raw) - head - n} unexpected trailing bytes")
+    return np.frombuffer(raw, dtype=np.uint8, offset=head).reshape(dims).copy()
+
+
+def _find_idx(directory: Path, stem: str) -> Path | None:
+    for name in (stem, stem + ".gz"):
+        if (directory / name).is_file():
+            return directory / name
+    return None
+
+
+def fashion_mnist_dir(data: str | os.PathLike | None = None, download: bool = True) -> Path:
+    """Where the four IDX files are: the Debian package, then ``data``, then a
+    download into ``data`` (or ``build/data/fashion-mnist``)."""
+    stems = [s for pair in FASHION_FILES.values() for s in pair]
+    candidates = [DEBIAN_FASHION_DIR]
+    if data:
+        candidates.insert(0 if Path(data) != DEBIAN_FASHION_DIR else 1, Path(data))
+    for d in candidates:
+        if d.is_dir() and all(_find_idx(d, s) for s in stems):
+            return d
+    target = Path(data) if data else Path("build/data/fashion-mnist")
+    if not download:
+        raise DatasetError(f"Fashion-MNIST not found in {', '.join(map(str, candidates))} "
+                           "(install the Debian package dataset-fashion-mnist or pass DATA=dir)")
+    target.mkdir(parents=True, exist_ok=True)
+    for s in stems:
+        dst = target / (s + ".gz")
+        if _find_idx(target, s):
+            continue
+        try:
+            tmp = dst.with_suffix(".part")
+            urllib.request.urlretrieve(FASHION_URL + s + ".gz", tmp)
+            tmp.rename(dst)
+        except OSError as e:
+            raise DatasetError(f"Fashion-MNIST not found in {', '.join(map(str, candidates))} and the "
+                               f"download of {s}.gz failed ({e}); install dataset-fashion-mnist or "
+                               "pass DATA=dir") from e
+    return target
+
+
+def pad_to(images: np.ndarray, size: int) -> np.ndarray:
+    """Zero-pad N x C x h x w to N x C x size x size, centred."""
+    h, w = images.shape[2:]
+    if h > size or w > size:
+        raise ValueError(f"images are {h}x{w}, larger than {size}x{size}")
+    top, left = (size - h) // 2, (size - w) // 2
+    out = np.zeros(images.shape[:2] + (size, size), dtype=images.dtype)
+    out[:, :, top:top + h, left:left + w] = images
+    return out
+
+
+def load_idx_split(directory: Path, images_stem: str, labels_stem: str, pad: int = 32) -> Split:
+    ip, lp = _find_idx(directory, images_stem), _find_idx(directory, labels_stem)
+    if ip is None or lp is None:
+        missing = images_stem if ip is None else labels_stem
+        raise DatasetError(f"{directory / missing}: no such file (or .gz)")
+    images = read_idx(ip, 3)
+    labels = read_idx(lp, 1)
+    if len(images) != len(labels):
+        raise DatasetError(f"{ip}: {len(images)} images but {lp} has {len(labels)} labels")
+    if labels.size and labels.max() > 9:
+        raise DatasetError(f"{lp}: label {int(labels.max())} out of range 0..9")
+    return Split(pad_to(images[:, None], pad), labels.astype(np.int64))
+
+
+def load_fashion_mnist(data: str | os.PathLike | None = None, pad: int = 32) -> Dataset:
+    d = fashion_mnist_dir(data)
+    return Dataset("fashion-mnist",
+                   train=load_idx_split(d, *FASHION_FILES["train"], pad=pad),
+                   test=load_idx_split(d, *FASHION_FILES["test"], pad=pad),
+                   class_names=FASHION_CLASSES)
+
+
+# ---- CIFAR-10 --------------------------------------------------------------
+def _cifar_batch(path: Path) -> tuple[np.ndarray, np.ndarray]:
+    try:
+        with open(path, "rb") as f:
+            d = pickle.load(f, encoding="bytes")
+    except FileNotFoundError as e:
+        raise DatasetError(f"{path}: no such file (expected the cifar-10-batches-py layout)") from e
+    except Exception as e:  # noqa: BLE001 - unpickling errors come in many types
+        raise DatasetError(f"{path}: corrupt or truncated pickle ({type(e).__name__}: {e})") from e
+    if not isinstance(d, dict) or b"data" not in d or b"labels" not in d:
+        raise DatasetError(f"{path}: not a CIFAR-10 batch (no data/labels)")
+    data = np.asarray(d[b"data"])
+    labels = np.asarray(d[b"labels"], dtype=np.int64)
+    if data.dtype != np.uint8 or data.ndim != 2 or data.shape[1] != 3072:
+        raise DatasetError(f"{path}: data is {data.dtype} {data.shape}, expected uint8 N x 3072")
+    if len(data) != len(labels):
+        raise DatasetError(f"{path}: {len(data)} images but {len(labels)} labels")
+    if labels.size and (labels.min() < 0 or labels.max() > 9):
+        raise DatasetError(f"{path}: label out of range 0..9")
+    return data.reshape(-1, 3, 32, 32), labels
+
+
+def load_cifar10(data: str | os.PathLike) -> Dataset:
+    d = Path(data)
+    if (d / "cifar-10-batches-py").is_dir():
+        d = d / "cifar-10-batches-py"
+    if not d.is_dir():
+        raise DatasetError(f"{d}: no such directory (expected cifar-10-batches-py)")
+    parts = [_cifar_batch(d / f"data_batch_{i}") for i in range(1, 6)]
+    tx, ty = _cifar_batch(d / "test_batch")
+    return Dataset("cifar10", Split(np.concatenate([p[0] for p in parts]),
+                                    np.concatenate([p[1] for p in parts])),
+                   Split(tx, ty), CIFAR10_CLASSES)
+
+
+# ---- synthetic ---------------------------------------------------------------
+def synthetic(n_train: int = 512, n_test: int = 256, size: int = 32, channels: int = 1,
+              classes: int = 10, seed: int = 0) -> Dataset:
+    """Deterministic, learnable data: class c is a bright bar whose position
+    and orientation depend on c, plus noise. Same seed, same bytes."""
+    rng = np.random.default_rng(seed)
+
+    def make(n: int) -> Split:
+        labels = rng.integers(0, classes, n).astype(np.int64)
+        img = rng.integers(0, 48, (n, channels, size, size)).astype(np.int64)
+        band = max(1, size // (classes // 2 + 1))
+        for i, c in enumerate(labels):
+            pos = (c % (classes // 2 or 1)) * band
+            if c < classes // 2:
+                img[i, :, pos:pos + band, :] += 160
+            else:
+                img[i, :, :, pos:pos + band] += 160
+        return Split(np.clip(img, 0, 255).astype(np.uint8), labels)
+
+    return Dataset(f"synthetic{size}", make(n_train), make(n_test), tuple(f"class{c}" for c in range(classes)))
+
+
+def load_dataset(name: str, data: str | None = None, size: int = 32) -> Dataset:
+    """``fashion-mnist`` (optionally ``DATA=dir``), ``synthetic``, ``cifar10``
+    (needs ``DATA=dir``), or a directory path holding cifar-10-batches-py."""
+    key = name.lower()
+    if key in ("fashion-mnist", "fashion_mnist", "fmnist"):
+        return load_fashion_mnist(data, pad=size)
+    if key in ("synthetic", "synth"):
+        return synthetic(size=size)
+    if key in ("cifar10", "cifar-10"):
+        if not data:
+            raise DatasetError("CIFAR-10 needs DATA=<dir with cifar-10-batches-py>")
+        return load_cifar10(data)
+    if Path(name).is_dir():
+        return load_cifar10(name)
+    raise DatasetError(f"unknown dataset '{name}' (fashion-mnist, cifar10 with DATA=dir, synthetic, "
+                       "or a cifar-10-batches-py directory)")
+
+
+def dataset_tag(name: str) -> str:
+    """Directory name under build/<net>/ for a dataset argument."""
+    key = name.lower()
+    if key in ("fashion-mnist", "fashion_mnist", "fmnist"):
+        return "fashion-mnist"
+    if key in ("cifar10", "cifar-10") or Path(name).is_dir():
+        return "cifar10"
+    return "synthetic" if key in ("synthetic", "synth") else key
+
+
+# ---- batches and augmentation (torch, no torchvision) ------------------------
+def to_float(images_u8: torch.Tensor) -> torch.Tensor:
+    """uint8 -> float exactly as the contract reads pixels: p * 2^-8."""
+    return images_u8.float() / 256.0
+
+
+def augment(x: torch.Tensor, flip: bool = True, shift: int = 2, generator: torch.Generator | None = None
+            ) -> torch.Tensor:
+    """Random horizontal flip and random translation by up to ``shift``
+    pixels (zero fill) on a uint8 or float N x C x H x W batch."""
+    n, _, h, w = x.shape
+    if flip:
+        m = torch.rand(n, generator=generator) < 0.5
+        x = torch.where(m[:, None, None, None], x.flip(3), x)
+    if shift:
+        p = torch.nn.functional.pad(x, (shift, shift, shift, shift))
+        dy = torch.randint(0, 2 * shift + 1, (n,), generator=generator)
+        dx = torch.randint(0, 2 * shift + 1, (n,), generator=generator)
+        iy = (dy[:, None] + torch.arange(h)[None]).view(n, 1, h, 1).expand(n, x.shape[1], h, w)
+        ix = (dx[:, None] + torch.arange(w)[None]).view(n, 1, 1, w).expand(n, x.shape[1], h, w)
+        x = p[torch.arange(n)[:, None, None, None], torch.arange(x.shape[1])[None, :, None, None], iy, ix]
+    return x
+
+
+def batches(split: Split, batch_size: int, shuffle: bool = False, augment_fn=None,
+            generator: torch.Generator | None = None):
+    """Yield (float images, labels) batches from a uint8 split."""
+    n = len(split)
+    order = torch.randperm(n, generator=generator) if shuffle else torch.arange(n)
+    imgs = torch.from_numpy(split.images)
+    labels = torch.from_numpy(split.labels)
+    for i in range(0, n, batch_size):
+        idx = order[i:i + batch_size]
+        x = imgs[idx]
+        if augment_fn is not None:
+            x = augment_fn(x)
+        yield to_float(x), labels[idx]

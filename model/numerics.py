@@ -1,0 +1,112 @@
+"""The fixed-point contract of docs/fixed-point.md, in one place.
+
+Every other stage (QAT fake quantization, the exact integer path in PyTorch,
+the numpy golden model, the exporter's overflow proof) calls these functions;
+the HLS and RTL engines implement the same formulas. Values are held as
+Python ints, int64 numpy arrays or int64 torch tensors: never floats.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+ACC_BITS = 32
+BIAS_BITS = 32
+INPUT_FRAC = 8  # uint8 pixel p means p * 2^-8
+
+
+@dataclass(frozen=True)
+class QFormat:
+    """A tensor format: ``bits`` wide, ``signed`` or not, value = int * 2^-frac."""
+
+    bits: int
+    signed: bool
+    frac: int
+
+    @property
+    def lo(self) -> int:
+        return -(1 << (self.bits - 1)) if self.signed else 0
+
+    @property
+    def hi(self) -> int:
+        return (1 << (self.bits - 1)) - 1 if self.signed else (1 << self.bits) - 1
+
+    @property
+    def max_abs(self) -> int:
+        return max(-self.lo, self.hi)
+
+    @property
+    def scale(self) -> float:
+        return 2.0 ** -self.frac
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @staticmethod
+    def from_dict(d: dict) -> "QFormat":
+        return QFormat(int(d["bits"]), bool(d["signed"]), int(d["frac"]))
+
+    def __str__(self) -> str:
+        return f"{'s' if self.signed else 'u'}{self.bits}.F{self.frac}"
+
+
+INPUT_FORMAT = QFormat(8, False, INPUT_FRAC)
+
+
+def frac_for_range(max_abs: float, bits: int, signed: bool) -> int:
+    """The largest fractional length whose range still holds ``max_abs``.
+
+    Power-of-two scaling: with F, the top representable magnitude is about
+    2^(bits - signed - F). Zero or non-finite ranges get F = bits - signed.
+    """
+    mag_bits = bits - (1 if signed else 0)
+    if not np.isfinite(max_abs) or max_abs <= 0:
+        return mag_bits
+    return mag_bits - int(math.ceil(math.log2(max_abs)))
+
+
+# ---- numpy versions (the golden model uses these) -------------------------
+def round_shift(acc: np.ndarray, s: int) -> np.ndarray:
+    """s > 0: (acc + 2^(s-1)) >> s, arithmetic (round half up); s <= 0: acc << -s."""
+    acc = np.asarray(acc, dtype=np.int64)
+    if s > 0:
+        return (acc + (np.int64(1) << np.int64(s - 1))) >> np.int64(s)
+    return acc << np.int64(-s)
+
+
+def saturate(x: np.ndarray, fmt: QFormat) -> np.ndarray:
+    return np.clip(x, fmt.lo, fmt.hi)
+
+
+def requantize(acc: np.ndarray, shift: int, relu: bool, out: QFormat) -> np.ndarray:
+    """Accumulator (at F_in + F_w) to the output format: shift, ReLU, saturate."""
+    y = round_shift(acc, shift)
+    if relu:
+        y = np.maximum(y, 0)
+    return saturate(y, out)
+
+
+def gap_shift(total: np.ndarray, pixels: int) -> np.ndarray:
+    """Global average over 2^k pixels: (sum + 2^(k-1)) >> k, no division."""
+    k = pixels.bit_length() - 1
+    if 1 << k != pixels:
+        raise ValueError(f"global average pool over {pixels} pixels: not a power of two")
+    return round_shift(total, k)
+
+
+def quantize_real(x: np.ndarray, fmt: QFormat) -> np.ndarray:
+    """Real values to integers of ``fmt``: round half up, saturate."""
+    return np.clip(np.floor(np.asarray(x, dtype=np.float64) * 2.0 ** fmt.frac + 0.5),
+                   fmt.lo, fmt.hi).astype(np.int64)
+
+
+def acc_bound(k: int, cin: int, w_fmt: QFormat, x_fmt: QFormat, max_abs_bias: int) -> int:
+    """Worst-case |accumulator| from bit widths and K*K*Cin (plus the bias)."""
+    return k * k * cin * w_fmt.max_abs * x_fmt.max_abs + int(max_abs_bias)
+
+
+def acc_fits(bound: int, bits: int = ACC_BITS) -> bool:
+    return bound <= (1 << (bits - 1)) - 1

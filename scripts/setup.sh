@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# One-time setup, run by the Makefile before anything else:
+#  - the Debian package dataset-fashion-mnist (when apt-get and root are available)
+#  - a venv in .venv with torch==2.13.0 (the CPU build; installed first and
+#    explicitly so no multi-GB CUDA build is pulled), then this project and
+#    its dependencies from PyPI.
+set -euo pipefail
+PY=${PYTHON:-python3}
+VENV=${VENV:-.venv}
+
+if [ ! -d /usr/share/datasets/fashion-mnist ]; then
+  if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+    echo "setup: installing Debian package dataset-fashion-mnist"
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq dataset-fashion-mnist >/dev/null) \
+      || echo "setup: apt-get could not install dataset-fashion-mnist; pass DATA=dir or let the loader download it"
+  else
+    echo "setup: /usr/share/datasets/fashion-mnist missing and apt-get/root unavailable; pass DATA=dir or let the loader download it"
+  fi
+fi
+
+if [ ! -x "$VENV/bin/python" ]; then
+  echo "setup: creating $VENV"
+  "$PY" -m venv "$VENV"
+fi
+"$VENV/bin/python" -m pip install -q --upgrade pip 2>&1 | grep -v -i "warning" || true
+if ! "$VENV/bin/python" -c "import torch, sys; sys.exit(0 if torch.__version__.startswith('2.13.0') else 1)" 2>/dev/null; then
+  echo "setup: installing torch==2.13.0 (CPU build)"
+  "$VENV/bin/python" -m pip install -q torch==2.13.0
+fi
+echo "setup: installing zynqflow and its dependencies"
+"$VENV/bin/python" -m pip install -q -e . 2>&1 | grep -v -i -E "warning|^\s*$|!!|wheel_obj|\*{5}" || true
+"$VENV/bin/python" -c "import zynqflow.model, torch, numpy, cocotb, hls4ml" \
+  || { echo "setup: the venv is incomplete (see pip output above)"; exit 1; }
