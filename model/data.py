@@ -117,8 +117,8 @@ def fashion_mnist_dir(data: str | os.PathLike | None = None, download: bool = Tr
     download into ``data`` (or ``build/data/fashion-mnist``)."""
     stems = [s for pair in FASHION_FILES.values() for s in pair]
     candidates = [DEBIAN_FASHION_DIR]
-    if data:
-        candidates.insert(0 if Path(data) != DEBIAN_FASHION_DIR else 1, Path(data))
+    if data and Path(data) != DEBIAN_FASHION_DIR:
+        candidates.append(Path(data))
     for d in candidates:
         if d.is_dir() and all(_find_idx(d, s) for s in stems):
             return d

@@ -113,6 +113,7 @@ class ZynqNet(nn.Module):
         self.fold_bn()
         mode, self.mode = self.mode, "float"
         self._observe = {}
+        self._percentile = percentile
         was_training = self.training
         self.eval()
         for x in batches:
@@ -132,7 +133,8 @@ class ZynqNet(nn.Module):
             w = self.units[_key(l.name)].conv.weight
             self.weight_fracs[l.name] = frac_for_range(float(w.abs().max()), self.cfg.weight_bits, True)
 
-    def _record(self, tensor: str, y: torch.Tensor, percentile: float = 99.99) -> None:
+    def _record(self, tensor: str, y: torch.Tensor) -> None:
+        percentile = getattr(self, "_percentile", 99.99)
         flat = y.detach().abs().flatten().float()
         if flat.numel() > 2_000_000:
             flat = flat[torch.randperm(flat.numel(), device=flat.device)[:2_000_000]]

@@ -33,6 +33,9 @@ from .data import Dataset, Split, augment, batches, dataset_tag, load_dataset
 from .net import ZynqNet
 
 
+_RUN_ONLY = {"resume", "threads", "profile", "out", "data_dir"}  # settings that do not change the result
+
+
 @dataclass
 class TrainConfig:
     net: str = "zynqnet-mini"
@@ -134,16 +137,23 @@ def run(tc: TrainConfig) -> dict:
     start_epoch, state = 0, None
     if tc.resume and ck_path.is_file():
         state = torch.load(ck_path, map_location=device, weights_only=False)
-        if state.get("train", {}).get("done"):
+        same = {k: v for k, v in state.get("train_config", {}).items() if k not in _RUN_ONLY} == \
+            {k: v for k, v in asdict(tc).items() if k not in _RUN_ONLY}
+        if state.get("train", {}).get("done") and not same:
+            if main:
+                print(f"{ck_path}: finished with other settings; training again from scratch")
+            state = None
+        elif state.get("train", {}).get("done"):
             if main:
                 print(f"{ck_path}: training already finished; delete it or pass --no-resume to retrain")
             return json.loads((out / "metrics.json").read_text()) if (out / "metrics.json").exists() else {}
-        if state.get("train_config", {}).get("net") != tc.net:
+        elif state.get("train_config", {}).get("net") != tc.net:
             raise ValueError(f"{ck_path}: checkpoint is for {state.get('train_config', {}).get('net')}, not {tc.net}")
-        net = ZynqNet.from_checkpoint(state).to(device)
-        start_epoch = state["train"]["epoch"]
-        if main:
-            print(f"resuming {ck_path} at epoch {start_epoch}")
+        if state is not None:
+            net = ZynqNet.from_checkpoint(state).to(device)
+            start_epoch = state["train"]["epoch"]
+            if main:
+                print(f"resuming {ck_path} at epoch {start_epoch}")
     elif ck_path.exists() and main:
         ck_path.unlink()
     if start_epoch == 0 and main and log_path.exists():
@@ -204,7 +214,7 @@ def run(tc: TrainConfig) -> dict:
             opt.step()
             if prof is not None:
                 prof.step()
-            loss_sum += float(loss) * len(y)
+            loss_sum += loss.item() * len(y)
             correct += int((logits.argmax(1) == y).sum())
             seen += len(y)
             if i % 20 == 0:
