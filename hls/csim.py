@@ -1,0 +1,406 @@
+"""C simulation of the HLS engine (``hls/zq_top.cpp``) with plain g++.
+
+The engine is compiled against one export directory (``net_params.h``) and
+the ap_types headers shipped with hls4ml (no Vitis needed):
+
+* :func:`build` -> a shared library (``hls/csim_lib.cpp``) driven through
+  ctypes by :class:`CSim`;
+* :func:`build_testbench` / :func:`run_testbench` -> the C testbench
+  ``hls/tb/tb_zq_top.cpp`` on the export's test vectors (``make csim``).
+
+Command line::
+
+    python -m zynqflow.hls.csim --export build/zynqnet-mini/export \\
+        --ckpt build/zynqnet-mini/fashion-mnist/checkpoint.pt --frames 256
+
+builds and runs the testbench, then runs ``--frames`` test-set frames
+through the C simulation and the numpy golden model and writes ``csim.json``
+(frames, top1, mismatches_vs_golden, golden_top1, seconds, fps, network_id).
+Exit status 1 on any mismatch, 2 on a usage or build error.
+
+Builds are cached in ``<export_dir>/../csim/`` and redone only when a source,
+a header or ``net_params.h`` is newer than the output.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import importlib.util
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+
+HLS_DIR = Path(__file__).resolve().parent
+HEADERS = ("engine.h", "zq_axis.h", "zq_top.h")
+CXXFLAGS = ["-O2", "-std=c++14", "-fPIC", "-Wall",
+            # HLS idiom: pragmas and loop labels are for Vitis, not g++
+            "-Wno-unknown-pragmas", "-Wno-unused-label",
+            # false positives inside the ap_private.h default constructors
+            "-Wno-uninitialized", "-Wno-maybe-uninitialized"]
+N_REGS = 5
+REG_NAMES = ("status", "cycles_last", "frames_done", "net_id", "build_params")
+STATUS_SHORT, STATUS_LONG = 0x1, 0x2
+ERROR_LOGIT = -32768
+
+
+class CSimError(RuntimeError):
+    """The C simulation cannot be built or run (names the command or file)."""
+
+
+# ---- toolchain ---------------------------------------------------------------
+def ap_types_dir() -> Path:
+    """The ap_types headers (ap_int.h, hls_stream.h) of hls4ml, or $ZQ_AP_TYPES."""
+    env = os.environ.get("ZQ_AP_TYPES")
+    if env:
+        d = Path(env)
+    else:
+        spec = importlib.util.find_spec("hls4ml")  # locate without importing it
+        if spec is None or not spec.origin:
+            raise CSimError("hls4ml is not installed: the C simulation needs its ap_types headers "
+                            "(pip install hls4ml, or set ZQ_AP_TYPES=<dir with ap_int.h>)")
+        d = Path(spec.origin).parent / "templates" / "vivado" / "ap_types"
+    if not (d / "ap_int.h").is_file() or not (d / "hls_stream.h").is_file():
+        raise CSimError(f"{d}: no ap_int.h / hls_stream.h (set ZQ_AP_TYPES to the ap_types directory)")
+    return d
+
+
+def compiler() -> str:
+    """The C++ compiler ($CXX, default g++), with a clear error when missing."""
+    cxx = os.environ.get("CXX", "g++")
+    path = shutil.which(cxx)
+    if path is None:
+        raise CSimError(f"C++ compiler '{cxx}' not found on PATH: the C simulation runs "
+                        f"`{cxx} {' '.join(CXXFLAGS[:3])} -shared ...`; install g++ "
+                        "(e.g. apt-get install g++) or set CXX")
+    return path
+
+
+def _export_dir(export_dir) -> Path:
+    d = Path(export_dir)
+    if not (d / "net_params.h").is_file():
+        raise CSimError(f"{d}: no net_params.h (run the exporter: python -m zynqflow.model.export)")
+    return d.resolve()
+
+
+def _default_out(export_dir: Path) -> Path:
+    return export_dir.parent / "csim"
+
+
+def _newer(target: Path, deps: list[Path]) -> bool:
+    """True when target is missing or older than any dependency."""
+    if not target.exists():
+        return True
+    t = target.stat().st_mtime
+    return any(d.stat().st_mtime > t for d in deps)
+
+
+def _run_cmd(cmd: list[str]) -> None:
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True)
+    except OSError as e:
+        raise CSimError(f"cannot run `{shlex.join(cmd)}`: {e}") from e
+    if r.returncode != 0:
+        raise CSimError(f"compilation failed ({r.returncode}): {shlex.join(cmd)}\n{r.stderr[-6000:]}")
+
+
+def _compile(sources: list[str], export_dir: Path, out: Path, flavor: str, defines: list[str],
+             shared: bool) -> Path:
+    """Compile ``sources`` (relative to hls/) to objects (in parallel, cached)
+    and link them into ``out``; returns ``out``."""
+    cxx = compiler()
+    inc = [f"-I{export_dir}", f"-I{HLS_DIR}", "-isystem", str(ap_types_dir())]
+    deps = [HLS_DIR / h for h in HEADERS] + [export_dir / "net_params.h"]
+    obj_dir = out.parent / "obj" / flavor
+    obj_dir.mkdir(parents=True, exist_ok=True)
+    # The objects belong to one net_params.h and one command line: when either
+    # changes (e.g. another export directory sharing this output directory),
+    # everything is rebuilt, whatever the timestamps say.
+    st = (export_dir / "net_params.h").stat()
+    stamp = json.dumps(dict(net_params=str(export_dir / "net_params.h"), size=st.st_size,
+                            mtime_ns=st.st_mtime_ns, cmd=[cxx, *CXXFLAGS, *defines, *inc]), sort_keys=True)
+    stamp_file = obj_dir / "build.stamp"
+    if not stamp_file.is_file() or stamp_file.read_text() != stamp:
+        for o in obj_dir.glob("*.o"):
+            o.unlink()
+        out.unlink(missing_ok=True)
+        stamp_file.write_text(stamp)
+    jobs: list[tuple[list[str], Path, Path]] = []  # (command, temporary output, object)
+    objs = []
+    for src in sources:
+        s = HLS_DIR / src
+        o = obj_dir / (Path(src).stem + ".o")
+        objs.append(o)
+        if _newer(o, [s] + deps):
+            tmp = o.with_name(f".{o.name}.{os.getpid()}.tmp")
+            jobs.append(([cxx, *CXXFLAGS, *defines, *inc, "-c", str(s), "-o", str(tmp)], tmp, o))
+
+    def one(job):
+        cmd, tmp, o = job
+        _run_cmd(cmd)
+        os.replace(tmp, o)
+
+    if jobs:
+        with ThreadPoolExecutor(max_workers=max(1, min(2, os.cpu_count() or 1))) as ex:
+            list(ex.map(one, jobs))
+    if jobs or _newer(out, objs):
+        tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+        _run_cmd([cxx, *(["-shared"] if shared else []), *map(str, objs), "-o", str(tmp)])
+        os.replace(tmp, out)
+    return out
+
+
+def build(export_dir, out_dir=None, native: bool = True) -> Path:
+    """Compile the C-simulation library for ``export_dir`` (cached).
+
+    ``native`` builds with ``-DZQ_CSIM_NATIVE`` (native ints in the MAC
+    datapath, same values, ~5-10x faster); ``native=False`` compiles exactly
+    the code Vitis synthesizes. Returns the ``.so`` path (default
+    ``<export_dir>/../csim/libzq_csim.so``)."""
+    export_dir = _export_dir(export_dir)
+    out_dir = Path(out_dir) if out_dir else _default_out(export_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    name = "libzq_csim.so" if native else "libzq_csim_exact.so"
+    return _compile(["zq_top.cpp", "csim_lib.cpp"], export_dir, out_dir / name,
+                    "native" if native else "exact", ["-DZQ_CSIM_NATIVE"] if native else [], shared=True)
+
+
+def build_testbench(export_dir, out_dir=None) -> Path:
+    """Compile ``hls/tb/tb_zq_top.cpp`` with the engine (exact HLS types)."""
+    export_dir = _export_dir(export_dir)
+    out_dir = Path(out_dir) if out_dir else _default_out(export_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    return _compile(["zq_top.cpp", "tb/tb_zq_top.cpp"], export_dir, out_dir / "tb_zq_top", "exact", [],
+                    shared=False)
+
+
+def run_testbench(export_dir, out_dir=None, vectors_dir=None, quiet: bool = False) -> int:
+    """Build (if needed) and run the testbench on ``vectors_dir`` (default
+    the export directory); returns its exit status (0 = pass)."""
+    tb = build_testbench(export_dir, out_dir)
+    vdir = Path(vectors_dir) if vectors_dir else Path(export_dir)
+    r = subprocess.run([str(tb), str(vdir)], capture_output=True, text=True)
+    if not quiet:
+        sys.stdout.write(r.stdout)
+        sys.stderr.write(r.stderr)
+    return r.returncode
+
+
+# ---- the library -------------------------------------------------------------
+def frame_beats(frame: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """One uint8 HWC frame -> (32-bit beats, TLAST flags) as the loader expects."""
+    b = np.ascontiguousarray(frame, dtype=np.uint8).ravel()
+    if b.size % 4:
+        raise ValueError(f"frame of {b.size} bytes is not a whole number of 32-bit beats")
+    beats = b.view("<u4").astype(np.uint32)
+    last = np.zeros(beats.size, np.uint8)
+    last[-1] = 1
+    return beats, last
+
+
+class CSim:
+    """The C-simulated engine of one export, through ctypes.
+
+    The library keeps the engine's static state (counters) per process and
+    per library file: two ``CSim`` objects on the same ``.so`` share it."""
+
+    def __init__(self, export_dir, lib=None, native: bool = True, out_dir=None):
+        self.export_dir = _export_dir(export_dir)
+        self.manifest = json.loads((self.export_dir / "manifest.json").read_text())
+        self.lib_path = Path(lib) if lib else build(self.export_dir, out_dir, native=native)
+        try:
+            self._lib = ctypes.CDLL(str(self.lib_path))
+        except OSError as e:
+            raise CSimError(f"{self.lib_path}: cannot load ({e})") from e
+        L = self._lib
+        vp = ctypes.c_void_p
+        L.zq_run.argtypes = [vp, ctypes.c_int, vp, vp]
+        L.zq_run.restype = ctypes.c_int
+        L.zq_send_raw.argtypes = [vp, vp, ctypes.c_int, vp, ctypes.c_int]
+        L.zq_send_raw.restype = ctypes.c_int
+        L.zq_regs.argtypes = [vp]
+        L.zq_regs.restype = None
+        L.zq_reset.argtypes = []
+        L.zq_reset.restype = None
+        L.zq_net_id.restype = ctypes.c_uint32
+        inp = self.manifest["input"]
+        self.input_shape = tuple(inp["shape"])
+        self.num_classes = int(self.manifest["output"]["classes"])
+        self.network_id = int(self.manifest["network_id_int"])
+        if (L.zq_in_bytes() != inp["bytes_per_frame"] or L.zq_n_classes() != self.num_classes
+                or L.zq_net_id() != self.network_id):
+            raise CSimError(f"{self.lib_path} was built for network 0x{L.zq_net_id():08x}, the manifest in "
+                            f"{self.export_dir} is {self.manifest['network_id']}: rebuild it")
+
+    @staticmethod
+    def _ptr(a: np.ndarray):
+        return a.ctypes.data_as(ctypes.c_void_p)
+
+    def run(self, frames: np.ndarray, progress: bool | None = None, chunk: int = 32) -> np.ndarray:
+        """uint8 frames N x H x W x C (or one H x W x C) -> int64 logits N x classes.
+        ``progress``: tqdm bar (default: for 128 frames or more)."""
+        frames = np.asarray(frames)
+        if frames.dtype != np.uint8:
+            raise TypeError(f"frames must be uint8, got {frames.dtype}")
+        if frames.ndim == 3:
+            frames = frames[None]
+        if frames.shape[1:] != self.input_shape:
+            raise ValueError(f"frames are {frames.shape[1:]}, the engine takes {self.input_shape} (HWC)")
+        frames = np.ascontiguousarray(frames)
+        n = len(frames)
+        out = np.zeros((n, self.num_classes), np.int32)
+        bar = None
+        if progress or (progress is None and n >= 128):
+            from tqdm import tqdm
+            bar = tqdm(total=n, unit="frame", desc="C sim", leave=False)
+        try:
+            for i in range(0, n, chunk):
+                j = min(n, i + chunk)
+                rc = self._lib.zq_run(self._ptr(frames[i:j]), j - i, self._ptr(out[i:j]), None)
+                if rc != 0:
+                    raise CSimError(f"zq_run returned {rc}: the output stream was not "
+                                    f"{self.num_classes} beats with TLAST on the last")
+                if bar is not None:
+                    bar.update(j - i)
+        finally:
+            if bar is not None:
+                bar.close()
+        return out.astype(np.int64)
+
+    def registers(self) -> dict:
+        """The read-only registers after the last frame, plus the status fields decoded."""
+        regs = np.zeros(N_REGS, np.uint32)
+        self._lib.zq_regs(self._ptr(regs))
+        d = {k: int(v) for k, v in zip(REG_NAMES, regs)}
+        d.update(short_frame=bool(d["status"] & STATUS_SHORT), long_frame=bool(d["status"] & STATUS_LONG),
+                 error_frames=d["status"] >> 16)
+        return d
+
+    def send_raw(self, beats, last, max_out: int = 4096) -> np.ndarray:
+        """Send raw 32-bit beats with TLAST flags; zq_top runs once per input
+        frame (up to each TLAST). Returns every output word (int64, sign-extended)."""
+        beats = np.ascontiguousarray(beats, dtype=np.uint32).ravel()
+        last = np.ascontiguousarray(np.asarray(last).astype(np.uint8)).ravel()
+        if beats.shape != last.shape:
+            raise ValueError(f"{beats.size} beats but {last.size} TLAST flags")
+        out = np.zeros(max(1, max_out), np.int32)
+        n = self._lib.zq_send_raw(self._ptr(beats), self._ptr(last), beats.size, self._ptr(out), max_out)
+        if n < 0:
+            raise CSimError(f"zq_send_raw returned {n}")
+        if n > max_out:
+            raise CSimError(f"{n} output words, more than max_out={max_out}")
+        return out[:n].astype(np.int64)
+
+    def reset(self) -> None:
+        """Clear the counters and flags (as a hardware reset)."""
+        self._lib.zq_reset()
+
+
+# ---- command line --------------------------------------------------------------
+def _checkpoint_info(ckpt: Path) -> dict:
+    import torch
+
+    ck = torch.load(ckpt, map_location="cpu", weights_only=False)
+    return ck.get("train_config", {}) if isinstance(ck, dict) else {}
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m zynqflow.hls.csim", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--export", required=True, help="export directory (net_params.h, vectors, integers.npz)")
+    p.add_argument("--ckpt", default=None, help="checkpoint.pt the export came from (dataset, default --out, "
+                                                 "staleness check)")
+    p.add_argument("--frames", type=int, default=256, help="test-set frames to simulate (default 256; 0 = the whole test set)")
+    p.add_argument("--data", default=None, help="dataset (default: the checkpoint's / the export's)")
+    p.add_argument("--data-dir", default=None)
+    p.add_argument("--out", default=None, help="csim.json (default: beside the checkpoint, else "
+                                                "<export>/../<dataset>/csim.json)")
+    p.add_argument("--skip-tb", action="store_true", help="do not build and run the C testbench")
+    a = p.parse_args(argv)
+
+    from zynqflow.model.data import DatasetError, dataset_tag, load_dataset
+    from zynqflow.model.golden import QNet, golden_logits
+
+    try:
+        export_dir = _export_dir(a.export)
+        man = json.loads((export_dir / "manifest.json").read_text())
+        train_cfg, ckpt_ok = {}, None
+        if a.ckpt:
+            ckpt = Path(a.ckpt)
+            if not ckpt.is_file():
+                raise CSimError(f"{ckpt}: no such checkpoint")
+            from zynqflow.model.export import load_checkpoint_qnet
+            train_cfg = _checkpoint_info(ckpt)
+            ckpt_ok = load_checkpoint_qnet(ckpt).network_id() == man["network_id_int"]
+            if not ckpt_ok:
+                print(f"WARNING: {ckpt} does not match the export {export_dir} (network ID "
+                      f"{man['network_id']}): the export is stale, re-run the exporter", file=sys.stderr)
+        data = a.data or train_cfg.get("data") or man.get("dataset")
+        if not data:
+            raise CSimError("no dataset: pass --data")
+        data_dir = a.data_dir or train_cfg.get("data_dir")
+        out = Path(a.out) if a.out else (Path(a.ckpt).parent / "csim.json" if a.ckpt
+                                         else export_dir.parent / dataset_tag(data) / "csim.json")
+
+        tb_rc = None
+        if not a.skip_tb:
+            print(f"C testbench on {export_dir}/vectors_*.bin:")
+            tb_rc = run_testbench(export_dir)
+
+        qnet = QNet.load_npz(export_dir / "integers.npz")
+        ds = load_dataset(data, data_dir, size=qnet.cfg.input_size)
+        test = ds.test.subset(a.frames if a.frames > 0 else None)
+        frames, labels = test.hwc(), test.labels
+        if frames.shape[1:] != qnet.input_shape:
+            raise CSimError(f"dataset {data} gives {frames.shape[1:]} frames, {qnet.name} takes "
+                            f"{qnet.input_shape}")
+        sim = CSim(export_dir)
+        t0 = time.perf_counter()
+        logits = sim.run(frames)
+        seconds = time.perf_counter() - t0
+        regs = sim.registers()
+        gold = golden_logits(qnet, frames)
+    except (CSimError, DatasetError, ValueError, OSError) as e:
+        print(f"csim failed: {e}", file=sys.stderr)
+        return 2
+
+    bad = ~np.all(logits == gold, axis=1)
+    n = len(frames)
+    res = dict(
+        frames=n,
+        top1=float(np.mean(logits.argmax(1) == labels)) if n else 0.0,
+        mismatches_vs_golden=int(bad.sum()),
+        golden_top1=float(np.mean(gold.argmax(1) == labels)) if n else 0.0,
+        seconds=round(seconds, 4),
+        fps=round(n / seconds, 2) if seconds > 0 else 0.0,
+        network_id=man["network_id"],
+        network=man["network"],
+        dataset=dataset_tag(data),
+        mismatched_logits=int((logits != gold).sum()),
+        testbench_rc=tb_rc,
+        ckpt_matches_export=ckpt_ok,
+        registers={k: regs[k] for k in REG_NAMES},
+        cycles_per_frame_modelled=regs["cycles_last"],
+    )
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(res, indent=2) + "\n")
+    print(f"C sim {man['network']} ({man['network_id']}): {n} frames, top-1 {res['top1']:.4f} "
+          f"(golden {res['golden_top1']:.4f}), {res['mismatches_vs_golden']} mismatching frames, "
+          f"{res['fps']} frames/s -> {out}")
+    if res["mismatches_vs_golden"] or (tb_rc not in (None, 0)):
+        if tb_rc not in (None, 0):
+            print(f"C testbench FAILED (exit {tb_rc})", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

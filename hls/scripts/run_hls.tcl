@@ -1,0 +1,92 @@
+# Vitis HLS 2023.2+ flow for the zq_top engine of one exported network.
+#
+#   vitis_hls -f hls/scripts/run_hls.tcl -tclargs <export_dir> [out_dir] [steps]
+#
+# export_dir: the exporter's output (net_params.h, vectors_in/out.bin)
+# out_dir:    where the Vitis project goes (default: <export_dir>/../hls)
+# steps:      comma- or space-separated subset of csim,csynth,cosim,export
+#             (default: $ZQ_HLS_STEPS, else all four, in that order)
+# Environment: ZQ_HLS_PART (default xc7z020clg400-1, PYNQ-Z2),
+#              ZQ_HLS_CLOCK (ns, default 10),
+#              ZQ_COSIM_FRAMES (test vectors co-simulated, default 4; the
+#              C simulation always runs all of them).
+# Normally run through hls/scripts/hls.sh, which checks for vitis_hls first.
+
+set script_dir [file dirname [file normalize [info script]]]
+set hls_dir [file dirname $script_dir]
+
+if {[llength $argv] < 1} {
+    puts stderr "usage: vitis_hls -f run_hls.tcl -tclargs <export_dir> \[out_dir\] \[steps\]"
+    exit 2
+}
+set export_dir [file normalize [lindex $argv 0]]
+if {![file exists [file join $export_dir net_params.h]]} {
+    puts stderr "run_hls.tcl: $export_dir has no net_params.h (run the exporter first)"
+    exit 2
+}
+if {[llength $argv] > 1} {
+    set out_dir [file normalize [lindex $argv 1]]
+} else {
+    set out_dir [file normalize [file join $export_dir .. hls]]
+}
+if {[llength $argv] > 2} {
+    set steps_arg [lindex $argv 2]
+} elseif {[info exists ::env(ZQ_HLS_STEPS)]} {
+    set steps_arg $::env(ZQ_HLS_STEPS)
+} else {
+    set steps_arg "csim,csynth,cosim,export"
+}
+set steps [regexp -all -inline {[a-z_]+} [string tolower $steps_arg]]
+foreach s $steps {
+    if {[lsearch -exact {csim csynth cosim export} $s] < 0} {
+        puts stderr "run_hls.tcl: unknown step '$s' (csim, csynth, cosim, export)"
+        exit 2
+    }
+}
+set part xc7z020clg400-1
+if {[info exists ::env(ZQ_HLS_PART)]} { set part $::env(ZQ_HLS_PART) }
+set clock 10
+if {[info exists ::env(ZQ_HLS_CLOCK)]} { set clock $::env(ZQ_HLS_CLOCK) }
+
+file mkdir $out_dir
+cd $out_dir
+puts "run_hls.tcl: export $export_dir -> $out_dir, steps: $steps, part $part, clock ${clock} ns"
+
+# ZQ_USE_AP_AXI: the design and the testbench both use Vitis's ap_axiu beats
+# (hls/zq_axis.h), so C simulation, co-simulation and synthesis agree.
+set cflags "-std=c++14 -I$export_dir -I$hls_dir -DZQ_USE_AP_AXI"
+
+open_project -reset zq_hls
+set_top zq_top
+add_files [file join $hls_dir zq_top.cpp] -cflags $cflags
+foreach h {engine.h zq_axis.h zq_top.h} {
+    add_files [file join $hls_dir $h] -cflags $cflags
+}
+add_files -tb [file join $hls_dir tb tb_zq_top.cpp] -cflags $cflags
+open_solution -reset solution1 -flow_target vivado
+set_part $part
+create_clock -period $clock -name default
+
+set cosim_frames 4
+if {[info exists ::env(ZQ_COSIM_FRAMES)]} { set cosim_frames $::env(ZQ_COSIM_FRAMES) }
+
+# The testbench takes the vectors directory (and a frame limit) as arguments.
+if {[lsearch -exact $steps csim] >= 0} {
+    csim_design -O -argv $export_dir
+}
+if {[lsearch -exact $steps csynth] >= 0} {
+    csynth_design
+    file mkdir [file join $out_dir reports]
+    foreach rpt [glob -nocomplain [file join $out_dir zq_hls solution1 syn report *.rpt]] {
+        file copy -force $rpt [file join $out_dir reports]
+    }
+}
+if {[lsearch -exact $steps cosim] >= 0} {
+    cosim_design -argv "$export_dir $cosim_frames" -rtl verilog
+}
+if {[lsearch -exact $steps export] >= 0} {
+    export_design -format ip_catalog -rtl verilog -vendor zynqflow.org -library hls -version 1.0 \
+        -description "ZynqNet-style layer-sequential CNN engine" -display_name zq_top
+    puts "run_hls.tcl: IP catalog archive in [file join $out_dir zq_hls solution1 impl ip]"
+}
+exit 0
