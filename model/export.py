@@ -139,8 +139,16 @@ def verify(qnet: QNet, engine: EngineParams) -> None:
     except DesignRuleError as e:
         raise ExportError(f"layer '{e.layer}'", e.rule) from e
     engine.check()
-    for l in qnet.layers:
+    shapes = cfg.tensor_shapes()
+    if [l.name for l in qnet.layers] != [s.name for s in cfg.conv_layers]:
+        raise ExportError(cfg.name, "integer layers do not match the topology's conv layers")
+    for l, spec in zip(qnet.layers, cfg.conv_layers):
         where = f"layer '{l.name}'"
+        mine = (l.src, l.dst, l.cin, l.cout, l.k, l.stride, l.relu, l.dst_offset, l.in_size, l.out_size)
+        want = (spec.src, spec.dst, spec.cin, spec.cout, spec.k, spec.stride, spec.relu, spec.dst_offset,
+                shapes[spec.src][0], shapes[spec.dst][0])
+        if mine != want:
+            raise ExportError(where, f"integer layer {mine} disagrees with the topology {want}")
         if l.w.shape != (l.cout, l.k, l.k, l.cin):
             raise ExportError(where, f"weights have shape {l.w.shape}, expected {(l.cout, l.k, l.k, l.cin)}")
         wf = l.w_format
