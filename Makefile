@@ -65,7 +65,7 @@ csim: export
 	$(PY) -m zynqflow.hls.csim --export $(EXPORT) --ckpt $(CKPT) --frames $(FRAMES) $(DATA_ARG) \
 	    --out build/$(NET)/$(DSET)/csim.json
 
-bench: $(STAMP)
+bench: export
 	$(PY) -m zynqflow.model.bench --net $(NET) --ckpt $(CKPT) $(DATA_ARG)
 
 demo: $(STAMP)
