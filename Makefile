@@ -39,7 +39,10 @@ help:
 	@echo "make csim            HLS C simulation with g++ -> build/<net>/<dataset>/csim.json"
 	@echo "make bench           speed and bit-exactness figures -> build/bench/*.json"
 	@echo "make hls             Vitis HLS csim/csynth/cosim/export (needs vitis_hls)"
-	@echo "make rtl-sim | synth-estimate | bitstream | deploy   (see README)"
+	@echo "make rtl-sim         cocotb + Verilator on the RTL twin -> build/<net>/rtl_perf.json"
+	@echo "make synth-estimate  Yosys synth_xilinx estimate -> build/<net>/resources.json"
+	@echo "make bitstream       Vivado PYNQ-Z2 block design -> bitstreams/<net>_pynq-z2.bit/.hwh"
+	@echo "make deploy BOARD=<host>  copy bitstream, hwh, manifest, host package to a PYNQ board"
 
 setup: $(STAMP)
 $(STAMP): pyproject.toml scripts/setup.sh
@@ -65,8 +68,9 @@ csim: export
 	$(PY) -m zynqflow.hls.csim --export $(EXPORT) --ckpt $(CKPT) --frames $(FRAMES) $(DATA_ARG) \
 	    --out build/$(NET)/$(DSET)/csim.json
 
+BENCH_RTL_FRAMES ?= 10000
 bench: export
-	$(PY) -m zynqflow.model.bench --net $(NET) --ckpt $(CKPT) $(DATA_ARG)
+	$(PY) -m zynqflow.model.bench --net $(NET) --ckpt $(CKPT) $(DATA_ARG) --rtl-frames $(BENCH_RTL_FRAMES)
 
 demo: $(STAMP)
 	$(PY) -m zynqflow.model.demo
@@ -74,9 +78,23 @@ demo: $(STAMP)
 hls: export
 	bash hls/scripts/hls.sh $(EXPORT) build/$(NET)/hls
 
-rtl-sim synth-estimate bitstream deploy:
-	@echo "make $@: not implemented yet (RTL twin and board build are tracked in their own issues)" >&2
-	@exit 2
+# RTL twin under cocotb + Verilator: the cocotb suite, then rtl_perf.json.
+# RTL=hls runs the same tests on the Vitis-exported Verilog (build/<net>/hls/...).
+RTL ?= rtl
+RTL_FRAMES ?= 8
+rtl-sim: export
+	RTL=$(RTL) $(PY) -m pytest -q tests/test_rtl_zq_top.py
+	$(PY) -m zynqflow.sim.rtl_perf $(EXPORT) --frames $(RTL_FRAMES) --data $(DATA) $(DATA_ARG) --rtl $(RTL)
+
+synth-estimate: export
+	$(PY) -m zynqflow.sim.synth_estimate $(EXPORT)
+
+bitstream:
+	bash board/bitstream.sh $(NET)
+
+BOARD ?=
+deploy:
+	bash board/deploy.sh BOARD=$(BOARD) NET=$(NET)
 
 clean:
 	rm -rf build sim_build

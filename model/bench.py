@@ -9,6 +9,9 @@ Writes into ``build/bench/``:
 ``csim.json``      the reference checkpoint's whole test set through the
                    HLS C simulation, mismatches vs golden (must be 0).
 ``bitexact.json``  hls4ml side by side (see zynqflow.hls.hls4ml_compare).
+``rtl_perf.json``  the test set through the RTL twin under Verilator
+                   (``--rtl-frames``, default all 10 000: about 3 hours at
+                   ~60 k simulated cycles/s), accuracy and mismatches vs golden.
 
 Every figure names the machine it was measured on.
 """
@@ -46,6 +49,7 @@ def machine() -> dict:
         pass
     return dict(platform=platform.platform(), cpu=cpu, cores=os.cpu_count(),
                 torch_threads=torch.get_num_threads(), python=platform.python_version(),
+                load_average_1_5_15min=list(os.getloadavg()),
                 torch=torch.__version__, numpy=np.__version__)
 
 
@@ -129,7 +133,8 @@ def main(argv=None) -> int:
     p.add_argument("--steps", type=int, default=40, help="timed training steps per window")
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--out", default="build/bench")
-    p.add_argument("--only", default="training,csim,bitexact", help="comma list of parts to run")
+    p.add_argument("--only", default="training,csim,bitexact,rtl", help="comma list of parts to run")
+    p.add_argument("--rtl-frames", type=int, default=10000, help="test images through the RTL simulation")
     a = p.parse_args(argv)
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -173,6 +178,16 @@ def main(argv=None) -> int:
             print("bench: hls4ml side by side ...", flush=True)
             hls4ml_compare.main(["--ckpt", a.ckpt, "--export", f"build/{a.net}/export",
                                  "--out", str(out / "bitexact.json")])
+    if "rtl" in parts:
+        from zynqflow.sim.rtl_perf import measure
+        print(f"bench: {a.rtl_frames} test images through the RTL simulation (Verilator) ...", flush=True)
+        r = measure(Path(f"build/{a.net}/export"), frames=a.rtl_frames, data="fashion-mnist",
+                    data_dir=a.data_dir, out=out / "rtl_perf.json")
+        rows += [("RTL sim frames", str(r["frames"])), ("RTL sim top-1", f"{r.get('top1', float('nan')):.4f}"),
+                 ("RTL sim mismatches vs golden", str(r["mismatches_vs_golden"])),
+                 ("RTL cycles/frame", str(r["cycles_per_frame"])),
+                 ("RTL utilization", f"{r['utilization']:.3f}"),
+                 ("fps at 100 MHz, RTL simulation", f"{r['fps_at_100mhz']:.0f}")]
     width = max((len(k) for k, _ in rows), default=0)
     print(f"\nbench results ({machine()['cpu']}, {os.cpu_count()} cores) -> {out}/")
     for k, v in rows:

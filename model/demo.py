@@ -5,7 +5,11 @@
 2. the per-layer characterization (report.json, roofline.png);
 3. the committed reference checkpoint exported to integers, HLS header and
    ROM images, then float, fixed-point golden and HLS C-sim accuracy side by
-   side on the same test images.
+   side on the same test images;
+4. a few test images through the RTL twin (cocotb + Verilator): cycles per
+   frame, MAC utilization, simulated fps at 100 MHz;
+5. frames streamed through the RTL simulation by the PYNQ host driver (the
+   code that runs on the board), with accuracy and simulated fps.
 """
 
 from __future__ import annotations
@@ -33,6 +37,8 @@ def main(argv=None) -> int:
     p.add_argument("--train-images", type=int, default=8192)
     p.add_argument("--frames", type=int, default=256, help="test images through C-sim")
     p.add_argument("--eval-images", type=int, default=2000, help="test images for float/golden accuracy")
+    p.add_argument("--rtl-frames", type=int, default=4, help="test images through the RTL twin")
+    p.add_argument("--stream-frames", type=int, default=16, help="test images streamed by the host driver")
     a = p.parse_args(argv)
 
     from .config import get_config
@@ -93,7 +99,27 @@ def main(argv=None) -> int:
     print(f"engine model: {man['cycles_mac_array']} MAC-array cycles/frame at N_PE={man['engine']['n_pe']} "
           f"N_CI={man['engine']['n_ci']} -> {1e8 / man['cycles_mac_array']:.0f} frames/s at 100 MHz "
           "(cycle model, not a measurement)")
+
+    step(4, f"RTL twin (cocotb + Verilator), {a.rtl_frames} test images")
+    from zynqflow.sim.rtl_perf import measure
+    perf = measure(export_dir, frames=a.rtl_frames, data=DATASET)
+    print(f"cycles/frame {perf['cycles_per_frame']}, MAC units {perf['mac_units']}, utilization "
+          f"{perf['utilization']:.3f}, {perf['fps_at_100mhz']:.0f} fps at 100 MHz (RTL simulation), "
+          f"mismatches vs golden {perf['mismatches_vs_golden']} -> build/{NET}/rtl_perf.json")
+
+    step(5, f"host driver streaming {a.stream_frames} test images through the RTL simulation")
+    from zynqflow.host import Accelerator
+    k = a.stream_frames
+    with Accelerator(export_dir, backend="rtl") as acc:
+        res = acc.stream(test.hwc()[:k])
+    same = bool(np.array_equal(res.logits, gold[:k]))
+    fps = res.info.get("fps_at_100MHz_from_cycles_last")
+    print(f"{len(res)} results in order, logits {'identical to' if same else 'DIFFERENT from'} golden, "
+          f"top-1 {float((res.labels == test.labels[:k]).mean()):.4f}, "
+          f"{fps:.0f} fps at 100 MHz (RTL simulation, from cycles_last)")
     print(f"\ndemo done in {time.time() - t_start:.0f} s")
+    if not same or perf["mismatches_vs_golden"]:
+        return 1
     return 0
 
 

@@ -8,13 +8,17 @@ set -euo pipefail
 PY=${PYTHON:-python3}
 VENV=${VENV:-.venv}
 
-if [ ! -d /usr/share/datasets/fashion-mnist ]; then
+# Debian packages: the Fashion-MNIST files and Yosys (RTL elaboration test, make synth-estimate)
+apt_pkgs=()
+[ -d /usr/share/datasets/fashion-mnist ] || apt_pkgs+=(dataset-fashion-mnist)
+command -v yosys >/dev/null 2>&1 || apt_pkgs+=(yosys)
+if [ ${#apt_pkgs[@]} -gt 0 ]; then
   if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
-    echo "setup: installing Debian package dataset-fashion-mnist"
-    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq dataset-fashion-mnist >/dev/null) \
-      || echo "setup: apt-get could not install dataset-fashion-mnist; pass DATA=dir or let the loader download it"
+    echo "setup: installing Debian packages: ${apt_pkgs[*]}"
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${apt_pkgs[@]}" >/dev/null) \
+      || echo "setup: apt-get could not install ${apt_pkgs[*]} (Fashion-MNIST: pass DATA_DIR=dir or let the loader download it)"
   else
-    echo "setup: /usr/share/datasets/fashion-mnist missing and apt-get/root unavailable; pass DATA=dir or let the loader download it"
+    echo "setup: missing ${apt_pkgs[*]} and apt-get/root unavailable (Fashion-MNIST: pass DATA_DIR=dir or let the loader download it)"
   fi
 fi
 

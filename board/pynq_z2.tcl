@@ -1,0 +1,234 @@
+# Vivado block design and bitstream for the zq_top engine on a PYNQ-Z2
+# (xc7z020clg400-1). Normally run by board/bitstream.sh:
+#
+#   vivado -mode batch -source board/pynq_z2.tcl -tclargs <ip_repo> <out_dir> <net> [jobs]
+#
+# ip_repo: the Vitis HLS IP export of zq_top for <net> (the directory holding
+#          component.xml: build/<net>/hls/zq_hls/solution1/impl/ip, `make hls`)
+# out_dir: Vivado project and results (<out_dir>/<net>_pynq-z2.bit and .hwh)
+#
+# Design (block design "zq_bd"):
+#
+#   processing_system7 ps7 (PYNQ-Z2 DDR3/MIO settings, FCLK_CLK0 = 100 MHz)
+#     M_AXI_GP0 -> ctrl_ic (AXI interconnect) -> zq_top_0/s_axi_control  (0x4000_0000)
+#                                             -> axi_dma_0/S_AXI_LITE    (0x4040_0000)
+#   axi_dma_0 (simple mode, no scatter-gather, 32-bit streams, 23-bit length)
+#     M_AXIS_MM2S -> zq_top_0/s_axis_in      zq_top_0/m_axis_out -> S_AXIS_S2MM
+#     M_AXI_MM2S, M_AXI_S2MM -> mem_sc (SmartConnect) -> ps7/S_AXI_HP0 (DDR)
+#   interrupts: xlconcat irq_concat {zq_top_0/interrupt, mm2s_introut, s2mm_introut} -> ps7/IRQ_F2P
+#   one clock (FCLK_CLK0) and one reset (proc_sys_reset from FCLK_RESET0_N) for everything
+#
+# The PS settings: the TUL PYNQ-Z2 board preset when its board files are
+# installed (tul.com.tw:pynq-z2:part0:*), else the explicit DDR3 and MIO
+# settings below (those of the PYNQ-Z2 preset: one MT41J256M16 RE-125, 16-bit
+# bus, 525 MHz; UART0, SD0, ENET0, USB0, QSPI on their MIO pins).
+
+if {[llength $argv] < 3} {
+    puts stderr "usage: vivado -mode batch -source pynq_z2.tcl -tclargs <ip_repo> <out_dir> <net> \[jobs\]"
+    exit 2
+}
+set ip_repo [file normalize [lindex $argv 0]]
+set out_dir [file normalize [lindex $argv 1]]
+set net     [lindex $argv 2]
+set jobs    [expr {[llength $argv] > 3 ? [lindex $argv 3] : 2}]
+set part    xc7z020clg400-1
+set bd      zq_bd
+set fclk_mhz 100
+
+if {![file exists [file join $ip_repo component.xml]]} {
+    puts stderr "pynq_z2.tcl: $ip_repo has no component.xml (the Vitis HLS IP export of zq_top; run `make hls`)"
+    exit 2
+}
+file mkdir $out_dir
+create_project -force zq_pynq_z2 [file join $out_dir project] -part $part
+
+# board files, if installed
+set board_parts [get_board_parts -quiet -latest_file_version {*pynq-z2*}]
+if {[llength $board_parts] > 0} {
+    set_property board_part [lindex $board_parts 0] [current_project]
+    puts "pynq_z2.tcl: board part [lindex $board_parts 0]"
+} else {
+    puts "pynq_z2.tcl: no PYNQ-Z2 board files installed; using explicit PS7 settings"
+}
+
+set_property ip_repo_paths [list $ip_repo] [current_project]
+update_ip_catalog -rebuild
+set zq_vlnv [lindex [get_ipdefs -filter {NAME == zq_top}] 0]
+if {$zq_vlnv eq ""} {
+    puts stderr "pynq_z2.tcl: no IP named zq_top in $ip_repo"
+    exit 2
+}
+puts "pynq_z2.tcl: accelerator IP $zq_vlnv"
+
+create_bd_design $bd
+
+# ---- processing system ------------------------------------------------------------
+set ps7 [create_bd_cell -type ip -vlnv xilinx.com:ip:processing_system7:5.5 ps7]
+if {[llength $board_parts] > 0} {
+    apply_bd_automation -rule xilinx.com:bd_rule:processing_system7 \
+        -config {make_external "FIXED_IO, DDR" apply_board_preset "1" Master "Disable" Slave "Disable"} $ps7
+} else {
+    make_bd_intf_pins_external [get_bd_intf_pins ps7/DDR]
+    make_bd_intf_pins_external [get_bd_intf_pins ps7/FIXED_IO]
+    set_property -dict [list \
+        CONFIG.PCW_CRYSTAL_PERIPHERAL_FREQMHZ {50} \
+        CONFIG.PCW_APU_PERIPHERAL_FREQMHZ {650} \
+        CONFIG.PCW_PRESET_BANK0_VOLTAGE {LVCMOS 3.3V} \
+        CONFIG.PCW_PRESET_BANK1_VOLTAGE {LVCMOS 1.8V} \
+        CONFIG.PCW_UIPARAM_DDR_ENABLE {1} \
+        CONFIG.PCW_UIPARAM_DDR_MEMORY_TYPE {DDR 3} \
+        CONFIG.PCW_UIPARAM_DDR_PARTNO {MT41J256M16 RE-125} \
+        CONFIG.PCW_UIPARAM_DDR_BUS_WIDTH {16 Bit} \
+        CONFIG.PCW_UIPARAM_DDR_FREQ_MHZ {525} \
+        CONFIG.PCW_UIPARAM_DDR_TRAIN_WRITE_LEVEL {1} \
+        CONFIG.PCW_UIPARAM_DDR_TRAIN_READ_GATE {1} \
+        CONFIG.PCW_UIPARAM_DDR_TRAIN_DATA_EYE {1} \
+        CONFIG.PCW_UIPARAM_DDR_BOARD_DELAY0 {0.223} \
+        CONFIG.PCW_UIPARAM_DDR_BOARD_DELAY1 {0.212} \
+        CONFIG.PCW_UIPARAM_DDR_BOARD_DELAY2 {0.085} \
+        CONFIG.PCW_UIPARAM_DDR_BOARD_DELAY3 {0.092} \
+        CONFIG.PCW_UIPARAM_DDR_DQS_TO_CLK_DELAY_0 {0.040} \
+        CONFIG.PCW_UIPARAM_DDR_DQS_TO_CLK_DELAY_1 {0.058} \
+        CONFIG.PCW_UIPARAM_DDR_DQS_TO_CLK_DELAY_2 {-0.009} \
+        CONFIG.PCW_UIPARAM_DDR_DQS_TO_CLK_DELAY_3 {-0.033} \
+        CONFIG.PCW_QSPI_PERIPHERAL_ENABLE {1} \
+        CONFIG.PCW_QSPI_GRP_SINGLE_SS_ENABLE {1} \
+        CONFIG.PCW_QSPI_GRP_FBCLK_ENABLE {1} \
+        CONFIG.PCW_ENET0_PERIPHERAL_ENABLE {1} \
+        CONFIG.PCW_ENET0_ENET0_IO {MIO 16 .. 27} \
+        CONFIG.PCW_ENET0_GRP_MDIO_ENABLE {1} \
+        CONFIG.PCW_ENET0_GRP_MDIO_IO {MIO 52 .. 53} \
+        CONFIG.PCW_ENET0_RESET_ENABLE {1} \
+        CONFIG.PCW_ENET0_RESET_IO {MIO 9} \
+        CONFIG.PCW_SD0_PERIPHERAL_ENABLE {1} \
+        CONFIG.PCW_SD0_SD0_IO {MIO 40 .. 45} \
+        CONFIG.PCW_SD0_GRP_CD_ENABLE {1} \
+        CONFIG.PCW_SD0_GRP_CD_IO {MIO 47} \
+        CONFIG.PCW_UART0_PERIPHERAL_ENABLE {1} \
+        CONFIG.PCW_UART0_UART0_IO {MIO 14 .. 15} \
+        CONFIG.PCW_USB0_PERIPHERAL_ENABLE {1} \
+        CONFIG.PCW_USB0_RESET_ENABLE {1} \
+        CONFIG.PCW_USB0_RESET_IO {MIO 46} \
+        CONFIG.PCW_GPIO_MIO_GPIO_ENABLE {1} \
+    ] $ps7
+}
+# what this design needs on top of the preset
+set_property -dict [list \
+    CONFIG.PCW_FPGA0_PERIPHERAL_FREQMHZ $fclk_mhz \
+    CONFIG.PCW_EN_CLK0_PORT {1} \
+    CONFIG.PCW_EN_RST0_PORT {1} \
+    CONFIG.PCW_USE_M_AXI_GP0 {1} \
+    CONFIG.PCW_USE_S_AXI_HP0 {1} \
+    CONFIG.PCW_S_AXI_HP0_DATA_WIDTH {64} \
+    CONFIG.PCW_USE_FABRIC_INTERRUPT {1} \
+    CONFIG.PCW_IRQ_F2P_INTR {1} \
+] $ps7
+
+set clk  [get_bd_pins ps7/FCLK_CLK0]
+set rst  [create_bd_cell -type ip -vlnv xilinx.com:ip:proc_sys_reset:5.0 rst_fclk0]
+connect_bd_net $clk [get_bd_pins rst_fclk0/slowest_sync_clk]
+connect_bd_net [get_bd_pins ps7/FCLK_RESET0_N] [get_bd_pins rst_fclk0/ext_reset_in]
+set aresetn [get_bd_pins rst_fclk0/peripheral_aresetn]
+
+# ---- accelerator and DMA -------------------------------------------------------------
+set zq  [create_bd_cell -type ip -vlnv $zq_vlnv zq_top_0]
+set dma [create_bd_cell -type ip -vlnv xilinx.com:ip:axi_dma:7.1 axi_dma_0]
+set_property -dict [list \
+    CONFIG.c_include_sg {0} \
+    CONFIG.c_sg_length_width {23} \
+    CONFIG.c_include_mm2s {1} \
+    CONFIG.c_include_s2mm {1} \
+    CONFIG.c_m_axi_mm2s_data_width {32} \
+    CONFIG.c_m_axis_mm2s_tdata_width {32} \
+    CONFIG.c_m_axi_s2mm_data_width {32} \
+    CONFIG.c_s_axis_s2mm_tdata_width {32} \
+    CONFIG.c_mm2s_burst_size {16} \
+    CONFIG.c_s2mm_burst_size {16} \
+    CONFIG.c_include_mm2s_dre {0} \
+    CONFIG.c_include_s2mm_dre {0} \
+] $dma
+
+connect_bd_intf_net [get_bd_intf_pins axi_dma_0/M_AXIS_MM2S] [get_bd_intf_pins zq_top_0/s_axis_in]
+connect_bd_intf_net [get_bd_intf_pins zq_top_0/m_axis_out] [get_bd_intf_pins axi_dma_0/S_AXIS_S2MM]
+
+# control: GP0 -> AXI interconnect -> {accelerator, DMA registers}
+set ctrl_ic [create_bd_cell -type ip -vlnv xilinx.com:ip:axi_interconnect:2.1 ctrl_ic]
+set_property -dict [list CONFIG.NUM_SI {1} CONFIG.NUM_MI {2}] $ctrl_ic
+connect_bd_intf_net [get_bd_intf_pins ps7/M_AXI_GP0] [get_bd_intf_pins ctrl_ic/S00_AXI]
+connect_bd_intf_net [get_bd_intf_pins ctrl_ic/M00_AXI] [get_bd_intf_pins zq_top_0/s_axi_control]
+connect_bd_intf_net [get_bd_intf_pins ctrl_ic/M01_AXI] [get_bd_intf_pins axi_dma_0/S_AXI_LITE]
+
+# data: DMA masters -> SmartConnect -> HP0
+set mem_sc [create_bd_cell -type ip -vlnv xilinx.com:ip:smartconnect:1.0 mem_sc]
+set_property -dict [list CONFIG.NUM_SI {2} CONFIG.NUM_MI {1}] $mem_sc
+connect_bd_intf_net [get_bd_intf_pins axi_dma_0/M_AXI_MM2S] [get_bd_intf_pins mem_sc/S00_AXI]
+connect_bd_intf_net [get_bd_intf_pins axi_dma_0/M_AXI_S2MM] [get_bd_intf_pins mem_sc/S01_AXI]
+connect_bd_intf_net [get_bd_intf_pins mem_sc/M00_AXI] [get_bd_intf_pins ps7/S_AXI_HP0]
+
+# interrupts -> IRQ_F2P
+set irq [create_bd_cell -type ip -vlnv xilinx.com:ip:xlconcat:2.1 irq_concat]
+set_property CONFIG.NUM_PORTS {3} $irq
+connect_bd_net [get_bd_pins zq_top_0/interrupt] [get_bd_pins irq_concat/In0]
+connect_bd_net [get_bd_pins axi_dma_0/mm2s_introut] [get_bd_pins irq_concat/In1]
+connect_bd_net [get_bd_pins axi_dma_0/s2mm_introut] [get_bd_pins irq_concat/In2]
+connect_bd_net [get_bd_pins irq_concat/dout] [get_bd_pins ps7/IRQ_F2P]
+
+# clocks and resets
+foreach p {ps7/M_AXI_GP0_ACLK ps7/S_AXI_HP0_ACLK zq_top_0/ap_clk axi_dma_0/s_axi_lite_aclk
+           axi_dma_0/m_axi_mm2s_aclk axi_dma_0/m_axi_s2mm_aclk mem_sc/aclk
+           ctrl_ic/ACLK ctrl_ic/S00_ACLK ctrl_ic/M00_ACLK ctrl_ic/M01_ACLK} {
+    connect_bd_net $clk [get_bd_pins $p]
+}
+foreach p {zq_top_0/ap_rst_n axi_dma_0/axi_resetn mem_sc/aresetn
+           ctrl_ic/S00_ARESETN ctrl_ic/M00_ARESETN ctrl_ic/M01_ARESETN} {
+    connect_bd_net $aresetn [get_bd_pins $p]
+}
+connect_bd_net [get_bd_pins rst_fclk0/interconnect_aresetn] [get_bd_pins ctrl_ic/ARESETN]
+
+# addresses: the accelerator and the DMA registers in GP0, all of DDR for the DMA
+assign_bd_address
+set seg_zq  [get_bd_addr_segs -of_objects [get_bd_addr_spaces ps7/Data] -filter {NAME =~ *zq_top_0*}]
+set seg_dma [get_bd_addr_segs -of_objects [get_bd_addr_spaces ps7/Data] -filter {NAME =~ *axi_dma_0*}]
+if {$seg_zq ne ""}  { set_property offset 0x40000000 $seg_zq }
+if {$seg_dma ne ""} { set_property offset 0x40400000 $seg_dma }
+
+validate_bd_design
+save_bd_design
+
+# ---- synthesis, implementation, bitstream -----------------------------------------------
+set bd_file [get_files $bd.bd]
+generate_target all $bd_file
+set wrapper [make_wrapper -files $bd_file -top]
+add_files -norecurse $wrapper
+set_property top ${bd}_wrapper [current_fileset]
+update_compile_order -fileset sources_1
+
+launch_runs impl_1 -to_step write_bitstream -jobs $jobs
+wait_on_run impl_1
+if {[get_property PROGRESS [get_runs impl_1]] ne "100%"} {
+    puts stderr "pynq_z2.tcl: implementation did not complete (see [get_property DIRECTORY [get_runs impl_1]])"
+    exit 1
+}
+open_run impl_1
+set wns [get_property SLACK [get_timing_paths -max_paths 1 -nworst 1 -setup]]
+report_timing_summary -file [file join $out_dir timing_summary.rpt]
+report_utilization -file [file join $out_dir utilization.rpt]
+puts "pynq_z2.tcl: worst setup slack $wns ns at $fclk_mhz MHz"
+
+set run_dir [get_property DIRECTORY [get_runs impl_1]]
+set bit [glob -nocomplain [file join $run_dir ${bd}_wrapper.bit]]
+set hwh [lindex [glob -nocomplain \
+    [file join $out_dir project zq_pynq_z2.gen sources_1 bd $bd hw_handoff $bd.hwh] \
+    [file join $out_dir project zq_pynq_z2.srcs sources_1 bd $bd hw_handoff $bd.hwh]] 0]
+if {$bit eq "" || $hwh eq ""} {
+    puts stderr "pynq_z2.tcl: bitstream ($bit) or hardware handoff ($hwh) not found"
+    exit 1
+}
+file copy -force $bit [file join $out_dir ${net}_pynq-z2.bit]
+file copy -force $hwh [file join $out_dir ${net}_pynq-z2.hwh]
+set fh [open [file join $out_dir timing.txt] w]
+puts $fh "wns_ns $wns"
+puts $fh "fclk_mhz $fclk_mhz"
+close $fh
+puts "pynq_z2.tcl: wrote [file join $out_dir ${net}_pynq-z2.bit] and .hwh"
+exit 0

@@ -1,0 +1,367 @@
+"""``Accelerator``: one front end, four backends.
+
+    from zynqflow.host import Accelerator
+    acc = Accelerator("build/zynqnet-mini/export", backend="csim")
+    res = acc.classify(["shoe.png", "shirt.jpg"])      # files, arrays or uint8 frames
+    res.labels, res.logits, res.names, res.topk(3)
+    rep = acc.stream(frames)                           # pipelined; rep.fps, rep.latency_ms()
+
+=========  =====================================================================
+backend    what computes the logits                       clock of the figures
+=========  =====================================================================
+golden     numpy golden model (``integers.npz``)          host CPU wall time
+csim       C simulation of the HLS engine (g++ ctypes)     host CPU wall time
+rtl        the board driver + PYNQ shim + Verilator RTL    simulated time, 100 MHz
+pynq       the board driver + ``pynq.Overlay`` on a board  board wall time
+auto       ``pynq`` on a PYNQ board with a bitstream, else ``csim`` (``golden``
+           without a C++ compiler, hls4ml or ``net_params.h``)
+=========  =====================================================================
+
+All four return the same integer logits for the same frames (the tests check
+it); ``rtl`` and ``pynq`` run the same driver (:mod:`zynqflow.host.driver`).
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .driver import percentiles
+from .errors import BackendError, ExportFilesError
+from .manifest import DEFAULT_EXPORT, Export
+from .preprocess import content_size, to_frames
+
+BACKENDS = ("golden", "csim", "rtl", "pynq")
+CLOCKS = {
+    "golden": "host CPU wall time",
+    "csim": "host CPU wall time",
+    "rtl": "simulated time, RTL at 100 MHz",
+    "pynq": "board wall time",
+}
+
+
+# ---- results -----------------------------------------------------------------------
+@dataclass
+class Results:
+    """Logits of N frames (int64, the output fixed-point format) and what follows from them."""
+
+    backend: str
+    logits: np.ndarray
+    class_names: list[str]
+    out_frac: int = 0
+    sources: list[str] | None = None
+    seconds: float | None = None            # stream: first transfer to last result
+    latency_s: np.ndarray | None = None     # stream: per frame
+    clock: str = ""
+    info: dict = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.logits)
+
+    @property
+    def labels(self) -> np.ndarray:
+        return self.logits.argmax(axis=1) if len(self.logits) else np.zeros(0, np.int64)
+
+    @property
+    def names(self) -> list[str]:
+        return [self.class_names[i] for i in self.labels]
+
+    @property
+    def scores(self) -> np.ndarray:
+        """Logits as real numbers (integer / 2^frac)."""
+        return self.logits.astype(np.float64) / float(1 << self.out_frac) if self.out_frac >= 0 else \
+            self.logits.astype(np.float64) * float(1 << -self.out_frac)
+
+    @property
+    def probabilities(self) -> np.ndarray:
+        s = self.scores
+        if not len(s):
+            return s
+        e = np.exp(s - s.max(axis=1, keepdims=True))
+        return e / e.sum(axis=1, keepdims=True)
+
+    def topk(self, k: int = 3) -> list[list[dict]]:
+        """Per frame, the k best classes: {'class', 'name', 'logit', 'score', 'p'} (ties: lower index first)."""
+        k = max(1, min(int(k), len(self.class_names)))
+        probs, scores = self.probabilities, self.scores
+        out = []
+        for i, row in enumerate(self.logits):
+            order = np.lexsort((np.arange(len(row)), -row))[:k]
+            out.append([dict(**{"class": int(c)}, name=self.class_names[c], logit=int(row[c]),
+                             score=float(scores[i, c]), p=float(probs[i, c])) for c in order])
+        return out
+
+    @property
+    def fps(self) -> float | None:
+        if self.seconds is None:
+            return None
+        return len(self.logits) / self.seconds if self.seconds > 0 else float("inf")
+
+    def latency_ms(self) -> dict[str, float]:
+        return percentiles(self.latency_s if self.latency_s is not None else [])
+
+    def summary(self) -> dict:
+        d = dict(backend=self.backend, frames=len(self.logits), clock=self.clock)
+        if self.seconds is not None:
+            d.update(seconds=self.seconds, fps=self.fps, latency_ms=self.latency_ms())
+        d.update(self.info)
+        return d
+
+
+# ---- backends ----------------------------------------------------------------------
+class Backend:
+    name = ""
+
+    def __init__(self, export: Export):
+        self.export = export
+
+    @property
+    def clock(self) -> str:
+        return CLOCKS[self.name]
+
+    def classify(self, frames: np.ndarray) -> tuple[np.ndarray, dict]:
+        raise NotImplementedError
+
+    def stream(self, frames: np.ndarray) -> tuple[np.ndarray, np.ndarray, float, dict]:
+        """-> logits, per-frame latency (s), total seconds, info."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        pass
+
+
+class _CpuBackend(Backend):
+    """golden and csim: a function of a batch of frames; stream = one frame at a time."""
+
+    def _run(self, frames: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def classify(self, frames):
+        return self._run(frames), {}
+
+    def stream(self, frames):
+        n = len(frames)
+        logits = np.zeros((n, self.export.num_classes), np.int64)
+        lat = np.zeros(n)
+        t0 = time.perf_counter()
+        for i in range(n):
+            t = time.perf_counter()
+            logits[i] = self._run(frames[i:i + 1])[0]
+            lat[i] = time.perf_counter() - t
+        return logits, lat, time.perf_counter() - t0, {}
+
+
+class GoldenBackend(_CpuBackend):
+    name = "golden"
+
+    def __init__(self, export: Export):
+        super().__init__(export)
+        from zynqflow.model.golden import golden_logits
+
+        self.qnet = export.qnet()
+        self._golden = golden_logits
+
+    def _run(self, frames):
+        return self._golden(self.qnet, frames).astype(np.int64)
+
+
+class CSimBackend(_CpuBackend):
+    name = "csim"
+
+    def __init__(self, export: Export, native: bool = True, out_dir=None):
+        super().__init__(export)
+        export.require("csim")
+        from zynqflow.hls.csim import CSim, CSimError
+
+        self._err = CSimError
+        if out_dir is None:
+            # build/<net>/export -> build/<net>/csim (as zynqflow.hls.csim does); other export
+            # directories side by side get one build directory each instead of sharing one
+            d = export.dir
+            out_dir = d.parent / ("csim" if d.name == "export" else f"csim-{d.name}")
+        try:
+            self.sim = CSim(export.dir, native=native, out_dir=out_dir)
+        except CSimError as e:
+            raise BackendError(f"csim backend: {e}") from e
+
+    def _run(self, frames):
+        try:
+            return self.sim.run(frames, progress=False)
+        except self._err as e:
+            raise BackendError(f"csim backend: {e}") from e
+
+
+class RtlBackend(Backend):
+    """The board driver on the Verilator RTL (one simulation per call)."""
+
+    name = "rtl"
+
+    def __init__(self, export: Export, rtl: str | None = None, backpressure: float = 0.0, seed: int = 1,
+                 timeout_s: float | None = None, keep: bool = False):
+        super().__init__(export)
+        export.require("rtl")
+        self.opts = dict(rtl=rtl, backpressure=backpressure, seed=seed, timeout_s=timeout_s, keep=keep)
+        self.last: dict = {}
+
+    def _job(self, op, frames):
+        from .rtl import CLOCK_HZ, run_job
+
+        res = run_job(self.export, [(op, frames)], **self.opts)
+        self.last = res
+        s = res["steps"][0]
+        cyc = s["cycles_last"]
+        info = dict(cycles_last=cyc[-1] if cyc else None,
+                    fps_at_100MHz_from_cycles_last=(CLOCK_HZ / cyc[-1]) if cyc and cyc[-1] else None,
+                    sim_wall_seconds=s["wall_seconds"], sim_wall_fps=len(s["logits"]) / s["wall_seconds"]
+                    if s["wall_seconds"] > 0 else None,
+                    frames_done=s["frames_done"], net_id=f"0x{res['net_id']:08x}",
+                    extra_output_frames=res["extra_output_frames"], rtl=res["kind"])
+        if op == "classify":
+            info["cycles_last_per_frame"] = cyc
+        return s, info
+
+    def classify(self, frames):
+        s, info = self._job("classify", frames)
+        return s["logits"], info
+
+    def stream(self, frames):
+        s, info = self._job("stream", frames)
+        return s["logits"], s["t_done"] - s["t_send"], s["sim_seconds"], info
+
+
+class PynqBackend(Backend):
+    """The board driver on a PYNQ board."""
+
+    name = "pynq"
+
+    def __init__(self, export: Export, bit=None, regmap=None, timeout_s: float | None = None,
+                 download: bool = True):
+        super().__init__(export)
+        from .board import open_board
+
+        self.driver = open_board(export, bit=bit, regmap=regmap, timeout_s=timeout_s, download=download)
+
+    def _info(self, st):
+        return dict(cycles_last=st.cycles_last[-1] if st.cycles_last else None,
+                    fps_at_100MHz_from_cycles_last=(self.driver.fclk_hz / st.cycles_last[-1])
+                    if st.cycles_last and st.cycles_last[-1] else None,
+                    frames_done=st.frames_done, net_id=f"0x{self.driver.hw_id:08x}")
+
+    def classify(self, frames):
+        st = self.driver.classify(frames)
+        info = self._info(st)
+        info["cycles_last_per_frame"] = st.cycles_last
+        return st.logits, info
+
+    def stream(self, frames):
+        st = self.driver.stream(frames)
+        return st.logits, st.latency_s, st.seconds, self._info(st)
+
+    def close(self):
+        self.driver.close()
+
+
+def have_cxx() -> bool:
+    """The C simulation can be built here: a C++ compiler and the ap_types headers (hls4ml)."""
+    import importlib.util
+    import os
+
+    if shutil.which(os.environ.get("CXX", "g++")) is None:
+        return False
+    return bool(os.environ.get("ZQ_AP_TYPES")) or importlib.util.find_spec("hls4ml") is not None
+
+
+def resolve_backend(name: str | None, export: Export | None = None, bit=None) -> str:
+    """``auto``/None -> pynq (on a board with a bitstream), else csim (else golden)."""
+    key = (name or "auto").lower()
+    if key == "auto":
+        from .board import on_board
+
+        if on_board() and export is not None:
+            try:
+                export.find_bitstream(bit)
+                return "pynq"
+            except Exception:  # noqa: BLE001
+                pass
+        if export is None:
+            return "csim" if have_cxx() else "golden"
+        for cand in ("csim", "golden"):     # csim needs g++, hls4ml's ap_types and net_params.h
+            if cand == "csim" and not have_cxx():
+                continue
+            try:
+                export.require(cand)
+                return cand
+            except ExportFilesError:
+                pass
+        raise ExportFilesError(f"{export.dir}: neither net_params.h (csim) nor integers.npz (golden), and no "
+                               "board with a bitstream: nothing can run this export here")
+    if key not in BACKENDS:
+        raise BackendError(f"unknown backend '{name}': choose one of {', '.join(BACKENDS)} (or auto)")
+    return key
+
+
+def make_backend(name: str, export: Export, **opts) -> Backend:
+    cls = {"golden": GoldenBackend, "csim": CSimBackend, "rtl": RtlBackend, "pynq": PynqBackend}.get(name)
+    if cls is None:
+        raise BackendError(f"unknown backend '{name}': choose one of {', '.join(BACKENDS)} (or auto)")
+    return cls(export, **opts)
+
+
+# ---- front end ---------------------------------------------------------------------
+class Accelerator:
+    """Classify images or frames with one backend. ``export``: an export directory or its
+    ``manifest.json``. Backend options (``bit=``, ``timeout_s=``, ``backpressure=``, ...)
+    go to the backend."""
+
+    def __init__(self, export=DEFAULT_EXPORT, backend: str = "auto", **opts):
+        self.export = export if isinstance(export, Export) else Export(export)
+        self.backend_name = resolve_backend(backend, self.export, opts.get("bit"))
+        self.backend = make_backend(self.backend_name, self.export, **opts)
+
+    @property
+    def class_names(self) -> list[str]:
+        return self.export.class_names
+
+    def preprocess(self, items, invert: bool = False) -> np.ndarray:
+        """Files / images / arrays -> uint8 N x H x W x C (see :mod:`zynqflow.host.preprocess`)."""
+        return to_frames(items, self.export.input_shape, self.export.color, invert,
+                         content=content_size(self.export.input_shape, self.export.dataset))
+
+    @staticmethod
+    def _sources(items) -> list[str] | None:
+        from pathlib import Path
+
+        if isinstance(items, (str, Path)):
+            return [str(items)]
+        if isinstance(items, (list, tuple)) and all(isinstance(x, (str, Path)) for x in items):
+            return [str(x) for x in items]
+        return None
+
+    def _results(self, logits, sources, **kw) -> Results:
+        return Results(self.backend_name, np.asarray(logits, np.int64), self.class_names, self.export.out_frac,
+                       sources, clock=self.backend.clock, **kw)
+
+    def classify(self, items, invert: bool = False) -> Results:
+        frames = self.preprocess(items, invert)
+        logits, info = self.backend.classify(frames)
+        return self._results(logits, self._sources(items), info=info)
+
+    def stream(self, items, invert: bool = False) -> Results:
+        """Frames back to back (pipelined on rtl/pynq); the result has fps and latency percentiles."""
+        frames = self.preprocess(items, invert)
+        logits, lat, seconds, info = self.backend.stream(frames)
+        if len(logits) != len(frames):
+            raise BackendError(f"{self.backend_name}: {len(logits)} results for {len(frames)} frames")
+        return self._results(logits, self._sources(items), seconds=seconds, latency_s=np.asarray(lat), info=info)
+
+    def close(self) -> None:
+        self.backend.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()

@@ -1,0 +1,250 @@
+"""``zynqflow``: classify images, stream a directory, benchmark backends.
+
+    zynqflow classify shoe.png shirt.jpg --top 3          # default backend: pynq on a board, else csim
+    zynqflow stream 'photos/*.png' --backend rtl
+    zynqflow benchmark --backend golden,csim,rtl --frames 64
+    zynqflow info
+
+Also ``python -m zynqflow.host.cli``. ``--export`` (default
+``$ZYNQFLOW_EXPORT``, else ``build/zynqnet-mini/export``) is an export
+directory or its manifest.json.
+Exit status: 0 ok; 1 the accelerator failed (network-ID mismatch, timeout,
+error frame); 2 usage, missing files, unknown or unavailable backend.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+import numpy as np
+
+from .accelerator import BACKENDS, CLOCKS, Accelerator, have_cxx, resolve_backend
+from .errors import AcceleratorError, HostError, NetworkIdMismatch
+from .manifest import BACKEND_FILES, DEFAULT_EXPORT, Export, find_regmap
+from .preprocess import expand_inputs
+
+
+def _common(p: argparse.ArgumentParser, backend_help: str = "auto") -> None:
+    default = os.environ.get("ZYNQFLOW_EXPORT") or str(DEFAULT_EXPORT)
+    p.add_argument("--export", default=default,
+                   help=f"export directory or manifest.json (default $ZYNQFLOW_EXPORT or {DEFAULT_EXPORT}: {default})")
+    p.add_argument("--backend", default=None,
+                   help=f"{' | '.join(BACKENDS)} | auto (default {backend_help}: pynq on a PYNQ board with a "
+                        "bitstream, else csim)")
+    p.add_argument("--bit", default=None, help="pynq: bitstream (.bit, with its .hwh beside it)")
+    p.add_argument("--timeout", type=float, default=None, help="rtl/pynq: seconds per DMA wait (driver clock)")
+    p.add_argument("--backpressure", type=float, default=0.0,
+                   help="rtl: probability of a stall per cycle on both DMA streams (default 0)")
+    p.add_argument("--json", action="store_true", help="print JSON instead of text")
+
+
+def _backend_opts(a, name: str) -> dict:
+    if name == "pynq":
+        return dict(bit=a.bit, timeout_s=a.timeout)
+    if name == "rtl":
+        return dict(timeout_s=a.timeout, backpressure=a.backpressure)
+    return {}
+
+
+def _open(a, name: str | None = None) -> Accelerator:
+    export = Export(a.export)
+    name = resolve_backend(name or a.backend, export, a.bit)
+    return Accelerator(export, name, **_backend_opts(a, name))
+
+
+def _print_topk(res, k: int, sources) -> None:
+    for i, top in enumerate(res.topk(k)):
+        src = sources[i] if sources else f"frame {i}"
+        best = ", ".join(f"{t['name']} ({t['p']:.1%}, logit {t['score']:+.3f})" for t in top)
+        print(f"{src}: {best}")
+
+
+def _fmt_ms(d: dict) -> str:
+    return " ".join(f"{k}={v:.4g} ms" for k, v in d.items())
+
+
+def cmd_classify(a) -> int:
+    with _open(a) as acc:
+        files = expand_inputs(a.images)
+        res = acc.classify(files, invert=a.invert)
+        if a.json:
+            print(json.dumps(dict(backend=res.backend, network=acc.export.network,
+                                  results=[dict(file=str(f), label=int(l), name=n, topk=t)
+                                           for f, l, n, t in zip(files, res.labels, res.names, res.topk(a.top))]),
+                             indent=1))
+        else:
+            print(f"{acc.export.network} on {res.backend} ({len(files)} image{'s' * (len(files) != 1)}, "
+                  f"top {a.top}):")
+            _print_topk(res, a.top, [str(f) for f in files])
+    return 0
+
+
+def cmd_stream(a) -> int:
+    with _open(a) as acc:
+        files = expand_inputs(a.inputs)
+        if a.limit:
+            files = files[: a.limit]
+        frames = acc.preprocess(files, invert=a.invert)
+        res = acc.stream(frames)
+        s = res.summary()
+        if a.json:
+            s.update(results=[dict(file=str(f), label=int(l), name=n) for f, l, n in
+                              zip(files, res.labels, res.names)])
+            print(json.dumps(s, indent=1, default=str))
+        else:
+            _print_topk(res, a.top, [str(f) for f in files])
+            print(f"{len(files)} frames on {res.backend}: {res.fps:.1f} frames/s, latency "
+                  f"{_fmt_ms(res.latency_ms())} ({res.clock})")
+            if s.get("cycles_last"):
+                print(f"cycles_last {s['cycles_last']} -> {s['fps_at_100MHz_from_cycles_last']:.1f} frames/s at "
+                      f"100 MHz")
+    return 0
+
+
+def _bench_frames(export: Export, n: int, source: str) -> np.ndarray:
+    if source == "vectors":
+        try:
+            v, _ = export.vectors()
+        except HostError:
+            v = np.zeros((0,) + export.input_shape, np.uint8)
+        if len(v):
+            return v[np.arange(n) % len(v)]
+    rng = np.random.default_rng(0)
+    return rng.integers(0, 256, (n,) + export.input_shape, dtype=np.uint8)
+
+
+def cmd_benchmark(a) -> int:
+    export = Export(a.export)
+    if a.backend in (None, "", "default"):
+        names = ["golden"] + (["csim"] if have_cxx() else [])
+        try:
+            if resolve_backend("auto", export, a.bit) == "pynq":
+                names.append("pynq")
+        except HostError:
+            pass
+    elif a.backend == "all":
+        names = ["golden"] + (["csim"] if have_cxx() else []) + ["rtl"]
+        if resolve_backend("auto", export, a.bit) == "pynq":
+            names.append("pynq")
+    else:
+        names = [resolve_backend(n.strip(), export, a.bit) for n in a.backend.split(",") if n.strip()]
+    frames = _bench_frames(export, a.frames, a.source)
+    rows, ref = [], None
+    for name in names:
+        n = min(a.frames, a.rtl_frames) if name == "rtl" else a.frames
+        with Accelerator(export, name, **_backend_opts(a, name)) as acc:
+            res = acc.stream(frames[:n])
+        s = res.summary()
+        if ref is None:
+            ref = res.logits
+        m = min(len(ref), len(res.logits))
+        s["bit_exact_vs_first"] = bool(np.array_equal(ref[:m], res.logits[:m]))
+        rows.append(s)
+        if not a.json:
+            line = (f"{name:7s} {s['frames']:5d} frames  {s['fps']:12.1f} frames/s  latency {_fmt_ms(s['latency_ms'])}"
+                    f"  [{s['clock']}]")
+            if s.get("cycles_last"):
+                line += (f"\n        cycles_last {s['cycles_last']} -> {s['fps_at_100MHz_from_cycles_last']:.1f} "
+                         f"frames/s at 100 MHz (from cycles_last)")
+            if s.get("sim_wall_seconds"):
+                line += f"; simulator wall time {s['sim_wall_seconds']:.2f} s ({s['sim_wall_fps']:.1f} frames/s)"
+            print(line, flush=True)
+    if a.json:
+        print(json.dumps(dict(network=export.network, network_id=f"0x{export.network_id:08x}", rows=rows),
+                         indent=1, default=str))
+    else:
+        agree = all(r["bit_exact_vs_first"] for r in rows)
+        print(f"logits {'identical' if agree else 'DIFFER'} across {', '.join(names)}")
+    if a.out:
+        with open(a.out, "w") as f:
+            json.dump(dict(network=export.network, network_id=f"0x{export.network_id:08x}", rows=rows), f,
+                      indent=1, default=str)
+    return 0 if all(r["bit_exact_vs_first"] for r in rows) else 1
+
+
+def cmd_info(a) -> int:
+    from .board import on_board
+
+    export = Export(a.export)
+    info = dict(export=str(export.dir), network=export.network, network_id=f"0x{export.network_id:08x}",
+                input=dict(shape=list(export.input_shape), color=export.color), classes=export.class_names,
+                on_board=on_board(), default_backend=resolve_backend("auto", export, a.bit), backends={})
+    for b in BACKENDS:
+        try:
+            export.require(b)
+            if b == "pynq":
+                bit, hwh = export.find_bitstream(a.bit)
+                find_regmap(export)
+                ok = f"bitstream {bit}"
+            elif b == "rtl":
+                ok = f"regmap {find_regmap(export).path}"
+            else:
+                ok = "files present: " + ", ".join(str(export.file(k).name) for k in BACKEND_FILES[b])
+        except HostError as e:
+            ok = f"unavailable: {e}"
+        info["backends"][b] = ok
+    if a.json:
+        print(json.dumps(info, indent=1))
+    else:
+        print(f"{info['network']} ({info['network_id']}) from {info['export']}")
+        print(f"input {export.input_shape} {export.color}, classes: {', '.join(export.class_names)}")
+        print(f"default backend: {info['default_backend']} (on a PYNQ board: {info['on_board']})")
+        for b, v in info["backends"].items():
+            print(f"  {b:7s} [{CLOCKS[b]}] {v}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="zynqflow", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    c = sub.add_parser("classify", help="top-k classes of image files (PNG, JPEG, ... or .npy)")
+    c.add_argument("images", nargs="+", help="image files, directories or glob patterns")
+    c.add_argument("--top", type=int, default=3, help="classes per image (default 3)")
+    c.add_argument("--invert", action="store_true", help="invert pixels (dark objects on light backgrounds)")
+    _common(c)
+    c.set_defaults(func=cmd_classify)
+    s = sub.add_parser("stream", help="frames back to back from a directory or glob; throughput and latency")
+    s.add_argument("inputs", nargs="+", help="directory or glob pattern (quote it) or files")
+    s.add_argument("--top", type=int, default=1)
+    s.add_argument("--limit", type=int, default=0, help="at most this many files")
+    s.add_argument("--invert", action="store_true")
+    _common(s)
+    s.set_defaults(func=cmd_stream)
+    b = sub.add_parser("benchmark", help="frames/s and latency percentiles per backend, and bit-exactness")
+    _common(b, backend_help="golden,csim (+pynq on a board); 'all' adds rtl; or a comma-separated list")
+    b.add_argument("--frames", type=int, default=64, help="frames per backend (default 64)")
+    b.add_argument("--rtl-frames", type=int, default=16, help="at most this many on rtl (default 16)")
+    b.add_argument("--source", choices=("vectors", "random"), default="vectors",
+                   help="the export's test vectors (repeated) or random frames")
+    b.add_argument("--out", default=None, help="also write the table as JSON to this file")
+    b.set_defaults(func=cmd_benchmark)
+    i = sub.add_parser("info", help="the export, the backends available here, the default backend")
+    _common(i)
+    i.set_defaults(func=cmd_info)
+    return p
+
+
+def main(argv=None) -> int:
+    a = build_parser().parse_args(argv)
+    try:
+        return a.func(a)
+    except NetworkIdMismatch as e:
+        print(f"zynqflow: {e}", file=sys.stderr)
+        return 1
+    except AcceleratorError as e:
+        print(f"zynqflow: accelerator error: {e}", file=sys.stderr)
+        return 1
+    except HostError as e:
+        print(f"zynqflow: {e}", file=sys.stderr)
+        return 2
+    except (TypeError, ValueError) as e:
+        print(f"zynqflow: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
