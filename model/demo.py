@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -102,6 +103,7 @@ def main(argv=None) -> int:
 
     step(4, f"RTL twin (cocotb + Verilator), {a.rtl_frames} test images")
     from zynqflow.sim.rtl_perf import measure
+    os.environ.setdefault("COCOTB_LOG_LEVEL", "WARNING")  # keep the demo's output readable
     perf = measure(export_dir, frames=a.rtl_frames, data=DATASET)
     print(f"cycles/frame {perf['cycles_per_frame']}, MAC units {perf['mac_units']}, utilization "
           f"{perf['utilization']:.3f}, {perf['fps_at_100mhz']:.0f} fps at 100 MHz (RTL simulation), "
