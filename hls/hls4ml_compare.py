@@ -83,7 +83,6 @@ import io
 import json
 import math
 import os
-import platform
 import shutil
 import sys
 import tempfile
@@ -94,6 +93,7 @@ import numpy as np
 import torch
 import torch.nn as nn
 
+from zynqflow.model.bench import machine
 from zynqflow.model.config import INPUT
 from zynqflow.model.golden import QNet, conv_acc, golden_logits, golden_tensors
 from zynqflow.model.numerics import ACC_BITS, BIAS_BITS, QFormat, acc_bound, round_shift
@@ -497,24 +497,6 @@ def _our_csim(qnet: QNet, frames: np.ndarray, export_dir: str | Path | None, gol
             shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _machine() -> dict:
-    cpu = platform.processor() or ""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    try:
-        avail = len(os.sched_getaffinity(0))
-    except AttributeError:
-        avail = os.cpu_count()
-    return dict(platform=platform.platform(), python=platform.python_version(), cpu=cpu,
-                cpu_count=os.cpu_count(), cpus_available=avail,
-                load_average=list(os.getloadavg()) if hasattr(os, "getloadavg") else None)
-
-
 # ---- the comparison --------------------------------------------------------------
 def compare(qnet: QNet, frames_hwc_uint8: np.ndarray, export_dir: str | Path | None = None,
             out_dir: str | Path = "build/bench/hls4ml", io_type: str = "io_stream",
@@ -577,7 +559,7 @@ def compare(qnet: QNet, frames_hwc_uint8: np.ndarray, export_dir: str | Path | N
                   | {"pool_precision": v["applied"]["gap"],
                      "per_layer_all_equal": all(r.get("mismatched_elements", 0) == 0 for r in v["per_layer"])}
                   for k, v in runs.items() if k != "mirror"},
-        machine=_machine(),
+        machine=machine(),
     )
 
 
