@@ -39,6 +39,8 @@ from pathlib import Path
 
 import numpy as np
 
+from zynqflow.model.golden import check_frames
+
 HLS_DIR = Path(__file__).resolve().parent
 HEADERS = ("engine.h", "zq_axis.h", "zq_top.h")
 CXXFLAGS = ["-O2", "-std=c++14", "-fPIC", "-Wall",
@@ -247,14 +249,7 @@ class CSim:
     def run(self, frames: np.ndarray, progress: bool | None = None, chunk: int = 32) -> np.ndarray:
         """uint8 frames N x H x W x C (or one H x W x C) -> int64 logits N x classes.
         ``progress``: tqdm bar (default: for 128 frames or more)."""
-        frames = np.asarray(frames)
-        if frames.dtype != np.uint8:
-            raise TypeError(f"frames must be uint8, got {frames.dtype}")
-        if frames.ndim == 3:
-            frames = frames[None]
-        if frames.shape[1:] != self.input_shape:
-            raise ValueError(f"frames are {frames.shape[1:]}, the engine takes {self.input_shape} (HWC)")
-        frames = np.ascontiguousarray(frames)
+        frames = np.ascontiguousarray(check_frames(frames, self.input_shape, "the engine"))
         n = len(frames)
         out = np.zeros((n, self.num_classes), np.int32)
         bar = None

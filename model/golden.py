@@ -168,15 +168,22 @@ def conv_acc(x: np.ndarray, layer: QLayer) -> np.ndarray:
     return acc.astype(np.int64).reshape(n, ho, wo, layer.cout) + layer.b
 
 
-def golden_tensors(qnet: QNet, frames: np.ndarray) -> dict[str, np.ndarray]:
-    """Every tensor (int64, N x H x W x C) of the network for uint8 HWC frames."""
+def check_frames(frames: np.ndarray, input_shape: tuple[int, int, int], who: str) -> np.ndarray:
+    """uint8 frames N x H x W x C (one H x W x C becomes a batch of one);
+    a clear error naming ``who`` for any other dtype or shape."""
     frames = np.asarray(frames)
     if frames.dtype != np.uint8:
         raise TypeError(f"frames must be uint8, got {frames.dtype}")
     if frames.ndim == 3:
         frames = frames[None]
-    if frames.shape[1:] != qnet.input_shape:
-        raise ValueError(f"frames are {frames.shape[1:]}, {qnet.name} takes {qnet.input_shape} (HWC)")
+    if frames.shape[1:] != tuple(input_shape):
+        raise ValueError(f"frames are {frames.shape[1:]}, {who} takes {tuple(input_shape)} (HWC)")
+    return frames
+
+
+def golden_tensors(qnet: QNet, frames: np.ndarray) -> dict[str, np.ndarray]:
+    """Every tensor (int64, N x H x W x C) of the network for uint8 HWC frames."""
+    frames = check_frames(frames, qnet.input_shape, qnet.name)
     tensors = {INPUT: frames.astype(np.int64)}
     pieces: dict[str, list[np.ndarray]] = {}
     for l in qnet.layers:
