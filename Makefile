@@ -62,18 +62,18 @@ report: $(STAMP)
 	$(PY) -m zynqflow.model.report --net $(NET) --out build/$(NET)
 
 export: $(STAMP)
-	$(PY) -m zynqflow.model.export --ckpt $(CKPT) --out $(EXPORT) $(DATA_ARG)
+	$(PY) -m zynqflow.export --ckpt $(CKPT) --out $(EXPORT) $(DATA_ARG)
 
 csim: export
-	$(PY) -m zynqflow.hls.csim --export $(EXPORT) --ckpt $(CKPT) --frames $(FRAMES) $(DATA_ARG) \
+	$(PY) -m zynqflow.bench.csim_eval --export $(EXPORT) --ckpt $(CKPT) --frames $(FRAMES) $(DATA_ARG) \
 	    --out build/$(NET)/$(DSET)/csim.json
 
 BENCH_RTL_FRAMES ?= 10000
 bench: export
-	$(PY) -m zynqflow.model.bench --net $(NET) --ckpt $(CKPT) $(DATA_ARG) --rtl-frames $(BENCH_RTL_FRAMES)
+	$(PY) -m zynqflow.bench.bench --net $(NET) --ckpt $(CKPT) $(DATA_ARG) --rtl-frames $(BENCH_RTL_FRAMES)
 
 demo: $(STAMP)
-	$(PY) -m zynqflow.model.demo
+	$(PY) -m zynqflow.bench.demo
 
 hls: export
 	bash hls/scripts/hls.sh $(EXPORT) build/$(NET)/hls
@@ -84,10 +84,10 @@ RTL ?= rtl
 RTL_FRAMES ?= 8
 rtl-sim: export
 	RTL=$(RTL) $(PY) -m pytest -q tests/test_rtl_zq_top.py
-	$(PY) -m zynqflow.sim.rtl_perf $(EXPORT) --frames $(RTL_FRAMES) --data $(DATA) $(DATA_ARG) --rtl $(RTL)
+	$(PY) -m zynqflow.bench.rtl_perf $(EXPORT) --frames $(RTL_FRAMES) --data $(DATA) $(DATA_ARG) --rtl $(RTL)
 
 synth-estimate: export
-	$(PY) -m zynqflow.sim.synth_estimate $(EXPORT)
+	$(PY) -m zynqflow.bench.synth_estimate $(EXPORT)
 
 bitstream:
 	bash board/bitstream.sh $(NET)

@@ -9,7 +9,8 @@
 #   <NET>/manifest.json, <NET>_pynq-z2.bit, .hwh, regmap.json   what the driver needs
 #   <NET>/integers.npz, vectors_in.bin, vectors_out.bin          golden model and test vectors (if exported)
 #   lib/zynqflow/host/                                           the host package (driver, CLI)
-#   lib/zynqflow/model/{golden,config,numerics}.py               numpy golden model (no torch)
+#   lib/zynqflow/spec/                                           the torch-free core: numerics, topology,
+#                                                                golden model, engine specification
 #   zynqflow                                                     wrapper: runs the CLI as root with pynq
 # DRY_RUN=1 stages and lists the files and prints the commands, without connecting;
 # STAGE_DIR=<dir> stages into <dir> and keeps it.
@@ -59,7 +60,7 @@ else
     stage="$(mktemp -d)"
     trap 'rm -rf "$stage"' EXIT
 fi
-mkdir -p "$stage/$NET" "$stage/lib/zynqflow/host" "$stage/lib/zynqflow/model"
+mkdir -p "$stage/$NET" "$stage/lib/zynqflow/host" "$stage/lib/zynqflow/spec"
 cp "$BIT" "$stage/$NET/${NET}_pynq-z2.bit"
 cp "$HWH" "$stage/$NET/${NET}_pynq-z2.hwh"
 cp "$EXPORT/manifest.json" "$repo/rtl/regmap.json" "$stage/$NET/"
@@ -67,8 +68,7 @@ for f in integers.npz vectors_in.bin vectors_out.bin; do
     [ -f "$EXPORT/$f" ] && cp "$EXPORT/$f" "$stage/$NET/"
 done
 cp "$repo"/host/*.py "$stage/lib/zynqflow/host/"
-: > "$stage/lib/zynqflow/model/__init__.py"
-cp "$repo/model/golden.py" "$repo/model/config.py" "$repo/model/numerics.py" "$stage/lib/zynqflow/model/"
+cp "$repo"/spec/*.py "$stage/lib/zynqflow/spec/"
 cat > "$stage/zynqflow" <<EOF
 #!/bin/sh
 # zynqflow CLI on the board: classify | stream | benchmark | info (see --help)

@@ -159,77 +159,13 @@ class GoldenBackend(_CpuBackend):
 
     def __init__(self, export: Export):
         super().__init__(export)
-        from zynqflow.model.golden import golden_logits
+        from zynqflow.spec.golden import golden_logits
 
         self.qnet = export.qnet()
         self._golden = golden_logits
 
     def _run(self, frames):
         return self._golden(self.qnet, frames).astype(np.int64)
-
-
-class CSimBackend(_CpuBackend):
-    name = "csim"
-
-    def __init__(self, export: Export, native: bool = True, out_dir=None):
-        super().__init__(export)
-        export.require("csim")
-        from zynqflow.hls.csim import CSim, CSimError
-
-        self._err = CSimError
-        if out_dir is None:
-            # build/<net>/export -> build/<net>/csim (as zynqflow.hls.csim does); other export
-            # directories side by side get one build directory each instead of sharing one
-            d = export.dir
-            out_dir = d.parent / ("csim" if d.name == "export" else f"csim-{d.name}")
-        try:
-            self.sim = CSim(export.dir, native=native, out_dir=out_dir)
-        except CSimError as e:
-            raise BackendError(f"csim backend: {e}") from e
-
-    def _run(self, frames):
-        try:
-            return self.sim.run(frames, progress=False)
-        except self._err as e:
-            raise BackendError(f"csim backend: {e}") from e
-
-
-class RtlBackend(Backend):
-    """The board driver on the Verilator RTL (one simulation per call)."""
-
-    name = "rtl"
-
-    def __init__(self, export: Export, rtl: str | None = None, backpressure: float = 0.0, seed: int = 1,
-                 timeout_s: float | None = None, keep: bool = False):
-        super().__init__(export)
-        export.require("rtl")
-        self.opts = dict(rtl=rtl, backpressure=backpressure, seed=seed, timeout_s=timeout_s, keep=keep)
-        self.last: dict = {}
-
-    def _job(self, op, frames):
-        from .rtl import CLOCK_HZ, run_job
-
-        res = run_job(self.export, [(op, frames)], **self.opts)
-        self.last = res
-        s = res["steps"][0]
-        cyc = s["cycles_last"]
-        info = dict(cycles_last=cyc[-1] if cyc else None,
-                    fps_at_100MHz_from_cycles_last=(CLOCK_HZ / cyc[-1]) if cyc and cyc[-1] else None,
-                    sim_wall_seconds=s["wall_seconds"], sim_wall_fps=len(s["logits"]) / s["wall_seconds"]
-                    if s["wall_seconds"] > 0 else None,
-                    frames_done=s["frames_done"], net_id=f"0x{res['net_id']:08x}",
-                    extra_output_frames=res["extra_output_frames"], rtl=res["kind"])
-        if op == "classify":
-            info["cycles_last_per_frame"] = cyc
-        return s, info
-
-    def classify(self, frames):
-        s, info = self._job("classify", frames)
-        return s["logits"], info
-
-    def stream(self, frames):
-        s, info = self._job("stream", frames)
-        return s["logits"], s["t_done"] - s["t_send"], s["sim_seconds"], info
 
 
 class PynqBackend(Backend):
@@ -265,10 +201,14 @@ class PynqBackend(Backend):
 
 
 def have_cxx() -> bool:
-    """The C simulation can be built here: a C++ compiler and the ap_types headers (hls4ml)."""
+    """The C simulation can run here: its backend is installed, and there are a C++ compiler
+    and the ap_types headers (hls4ml's, or $ZQ_AP_TYPES)."""
     import importlib.util
     import os
+    from importlib.metadata import entry_points
 
+    if not any(ep.name == "csim" for ep in entry_points(group="zynqflow.backends")):
+        return False
     if shutil.which(os.environ.get("CXX", "g++")) is None:
         return False
     return bool(os.environ.get("ZQ_AP_TYPES")) or importlib.util.find_spec("hls4ml") is not None
@@ -303,11 +243,33 @@ def resolve_backend(name: str | None, export: Export | None = None, bit=None) ->
     return key
 
 
-def make_backend(name: str, export: Export, **opts) -> Backend:
-    cls = {"golden": GoldenBackend, "csim": CSimBackend, "rtl": RtlBackend, "pynq": PynqBackend}.get(name)
-    if cls is None:
+BUILTIN = {"golden": GoldenBackend, "pynq": PynqBackend}
+
+
+def backend_class(name: str) -> type:
+    """The class of a backend: built in (golden, pynq), or registered under the entry-point
+    group ``zynqflow.backends`` by an installed extra (csim, rtl: ``zynqflow.sim.backends``)."""
+    if name in BUILTIN:
+        return BUILTIN[name]
+    from importlib.metadata import entry_points
+
+    eps = [ep for ep in entry_points(group="zynqflow.backends") if ep.name == name]
+    if not eps:
+        if name in BACKENDS:
+            raise BackendError(f"the {name} backend is not installed here: it comes with the simulation extra "
+                               "(pip install 'zynqflow[sim]', or make setup in a checkout)")
         raise BackendError(f"unknown backend '{name}': choose one of {', '.join(BACKENDS)} (or auto)")
-    return cls(export, **opts)
+    try:
+        return eps[0].load()
+    except ImportError as e:
+        raise BackendError(f"the {name} backend cannot be loaded ({e}): install the simulation extra "
+                           "(pip install 'zynqflow[sim]')") from e
+
+
+def make_backend(name: str, export: Export, **opts) -> Backend:
+    if name not in BACKENDS:
+        raise BackendError(f"unknown backend '{name}': choose one of {', '.join(BACKENDS)} (or auto)")
+    return backend_class(name)(export, **opts)
 
 
 # ---- front end ---------------------------------------------------------------------

@@ -16,7 +16,7 @@ S2MM. It only uses the PYNQ API:
 
 On the board these are ``pynq.Overlay``, ``pynq.allocate`` and
 ``time.monotonic`` (:func:`zynqflow.host.board.open_board`); in simulation
-they are :mod:`zynqflow.host.sim_shim` over cocotbext-axi, whose clock is the
+they are :mod:`zynqflow.sim.sim_shim` over cocotbext-axi, whose clock is the
 simulated time. Nothing else differs.
 
 Safety: before the first frame the ``net_id`` register must equal the

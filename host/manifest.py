@@ -29,7 +29,7 @@ import numpy as np
 
 from .errors import ExportFilesError
 
-REPO = Path(__file__).resolve().parents[1]
+from zynqflow.spec.paths import REPO  # noqa: E402
 DEFAULT_EXPORT = Path("build") / "zynqnet-mini" / "export"
 BOARD_NAME = "pynq-z2"
 FORMAT_VERSION = 1
@@ -61,7 +61,7 @@ class Export:
         if not self.manifest_path.is_file():
             where = "exists but has no manifest" if self.dir.is_dir() else "does not exist"
             raise ExportFilesError(f"{self.manifest_path}: no such manifest (export directory {self.dir} {where}); "
-                                   "export the network first: make export (python -m zynqflow.model.export "
+                                   "export the network first: make export (python -m zynqflow.export.exporter "
                                    "--ckpt CHECKPOINT --out DIR), or pass --export DIR")
         try:
             self.manifest = json.loads(self.manifest_path.read_text())
@@ -120,7 +120,7 @@ class Export:
     def qnet(self):
         """The integers for the golden model (``integers.npz``)."""
         self.require("golden")
-        from zynqflow.model.golden import QNet
+        from zynqflow.spec.qnet import QNet
 
         q = QNet.load_npz(self.file("integers"))
         if q.network_id() != self.network_id:

@@ -1,5 +1,6 @@
 """Datasets as uint8 NCHW arrays: Fashion-MNIST (IDX), CIFAR-10 (python
-pickles) and a deterministic synthetic set. No torchvision.
+pickles) and a deterministic synthetic set. No torchvision; the loaders are
+numpy only (torch is imported by the batching and augmentation helpers).
 
 Every loader validates what it reads and raises :class:`DatasetError`
 naming the file; nothing is ever partially loaded.
@@ -15,11 +16,14 @@ import urllib.request
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
 
-from .config import CIFAR10_CLASSES, FASHION_CLASSES
+from zynqflow.spec.topology import CIFAR10_CLASSES, FASHION_CLASSES
+
+if TYPE_CHECKING:
+    import torch
 
 DEBIAN_FASHION_DIR = Path("/usr/share/datasets/fashion-mnist")
 FASHION_URL = "http://fashion-mnist.s3-website.eu-central-1.amazonaws.com/"
@@ -261,15 +265,17 @@ def dataset_tag(name: str) -> str:
 
 
 # ---- batches and augmentation (torch, no torchvision) ------------------------
-def to_float(images_u8: torch.Tensor) -> torch.Tensor:
+def to_float(images_u8: "torch.Tensor") -> "torch.Tensor":
     """uint8 -> float exactly as the contract reads pixels: p * 2^-8."""
     return images_u8.float() / 256.0
 
 
-def augment(x: torch.Tensor, flip: bool = True, shift: int = 2, generator: torch.Generator | None = None
-            ) -> torch.Tensor:
+def augment(x: "torch.Tensor", flip: bool = True, shift: int = 2, generator: "torch.Generator | None" = None
+            ) -> "torch.Tensor":
     """Random horizontal flip and random translation by up to ``shift``
     pixels (zero fill) on a uint8 or float N x C x H x W batch."""
+    import torch
+
     n, _, h, w = x.shape
     if flip:
         m = torch.rand(n, generator=generator) < 0.5
@@ -285,8 +291,10 @@ def augment(x: torch.Tensor, flip: bool = True, shift: int = 2, generator: torch
 
 
 def batches(split: Split, batch_size: int, shuffle: bool = False, augment_fn=None,
-            generator: torch.Generator | None = None):
+            generator: "torch.Generator | None" = None):
     """Yield (float images, labels) batches from a uint8 split."""
+    import torch
+
     n = len(split)
     order = torch.randperm(n, generator=generator) if shuffle else torch.arange(n)
     imgs = torch.from_numpy(split.images)

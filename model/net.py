@@ -19,8 +19,9 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from .config import INPUT, DesignRuleError, LayerSpec, NetConfig, check_rules
-from .numerics import BIAS_BITS, INPUT_FORMAT, QFormat, frac_for_range
+from zynqflow.spec.numerics import BIAS_BITS, INPUT_FORMAT, QFormat, frac_for_range, gap_shift, requantize
+from zynqflow.spec.qnet import QLayer, QNet
+from zynqflow.spec.topology import INPUT, DesignRuleError, LayerSpec, NetConfig, check_rules, run_graph
 
 
 def _key(name: str) -> str:
@@ -159,34 +160,20 @@ class ZynqNet(nn.Module):
         q = self.mode == "qat"
         if q:
             x = fake_quant(x, INPUT_FORMAT)
-        pieces: dict[str, list[torch.Tensor]] = {}
-        tensors = {INPUT: x}
-        for l in self.cfg.conv_layers:
-            src = tensors.get(l.src)
-            if src is None:
-                src = tensors[l.src] = torch.cat(pieces.pop(l.src), 1)
+
+        def apply(l: LayerSpec, src: torch.Tensor) -> torch.Tensor:
             u = self.units[_key(l.name)]
             if q:
                 w, b = self._qweights(l, u)
-                y = F.conv2d(src, w, b, l.stride, l.pad)
-            else:
-                y = u.conv(src)
-                if u.bn is not None:
-                    y = u.bn(y)
-            if q:
-                fmt = self.act_formats[l.dst]
-                y = fake_quant(y, fmt)  # saturates at 0 for unsigned: equals ReLU then saturate
-            elif l.relu:
-                y = F.relu(y)
-            pieces.setdefault(l.dst, []).append(y)
-        for t, p in pieces.items():
-            tensors[t] = torch.cat(p, 1)
-            if self._observe is not None:
-                self._record(t, tensors[t])
-        if self._observe is not None:
-            for t, v in list(tensors.items()):
-                if t != INPUT and t not in self._observe:
-                    self._record(t, v)
+                # fake_quant saturates at 0 for unsigned formats: equals ReLU then saturate
+                return fake_quant(F.conv2d(src, w, b, l.stride, l.pad), self.act_formats[l.dst])
+            y = u.conv(src)
+            if u.bn is not None:
+                y = u.bn(y)
+            return F.relu(y) if l.relu else y
+
+        record = self._record if self._observe is not None else None
+        tensors = run_graph(self.cfg.conv_layers, x, apply, lambda parts: torch.cat(parts, 1), record)
         y = tensors[self.cfg.output_tensor].mean(dim=(2, 3))
         if q:
             y = fake_quant(y, self.act_formats[self.cfg.output_tensor])
@@ -223,21 +210,16 @@ class ZynqNet(nn.Module):
         if frames.dtype != torch.uint8:
             raise TypeError("integer_forward takes uint8 frames")
         params = params or self.integer_params()
-        tensors: dict[str, torch.Tensor] = {INPUT: frames.to(torch.int64)}
-        pieces: dict[str, list[torch.Tensor]] = {}
-        for l in self.cfg.conv_layers:
-            if l.src not in tensors:
-                tensors[l.src] = torch.cat(pieces.pop(l.src), 1)
+
+        def apply(l: LayerSpec, src: torch.Tensor) -> torch.Tensor:
             p = params[l.name]
-            acc = F.conv2d(tensors[l.src].double(), p["w"].double(), None, l.stride, l.pad)
+            acc = F.conv2d(src.double(), p["w"].double(), None, l.stride, l.pad)
             acc = acc.round().to(torch.int64) + p["b"].reshape(1, -1, 1, 1)
-            y = _requantize_t(acc, p["shift"], l.relu, p["out_format"])
-            pieces.setdefault(l.dst, []).append(y)
-        out = torch.cat(pieces.pop(self.cfg.output_tensor), 1)
-        n = out.shape[2] * out.shape[3]
-        k = n.bit_length() - 1
-        total = out.sum(dim=(2, 3))
-        logits = _round_shift_t(total, k)
+            return requantize(acc, p["shift"], l.relu, p["out_format"])
+
+        tensors = run_graph(self.cfg.conv_layers, frames.to(torch.int64), apply, lambda parts: torch.cat(parts, 1))
+        out = tensors[self.cfg.output_tensor]
+        logits = gap_shift(out.sum(dim=(2, 3)), out.shape[2] * out.shape[3])
         return logits[:, : self.cfg.num_classes]
 
     @property
@@ -273,14 +255,16 @@ class ZynqNet(nn.Module):
         return net
 
 
-def _round_shift_t(acc: torch.Tensor, s: int) -> torch.Tensor:
-    if s > 0:
-        return (acc + (1 << (s - 1))) >> s
-    return acc << (-s)
 
-
-def _requantize_t(acc: torch.Tensor, s: int, relu: bool, fmt: QFormat) -> torch.Tensor:
-    y = _round_shift_t(acc, s)
-    if relu:
-        y = torch.clamp_min(y, 0)
-    return torch.clamp(y, fmt.lo, fmt.hi)
+def qnet_from_model(net: ZynqNet, dataset: str = "", class_names: tuple[str, ...] | None = None) -> QNet:
+    """The integers of a calibrated :class:`ZynqNet`."""
+    params = net.integer_params()
+    cfg: NetConfig = net.cfg
+    shapes = cfg.tensor_shapes()
+    layers = []
+    for spec in cfg.conv_layers:
+        p = params[spec.name]
+        layers.append(QLayer.from_spec(spec, cfg, p["w"].numpy().transpose(0, 2, 3, 1), p["b"].numpy(),
+                                       p["w_frac"], p["shift"], p["in_format"], p["out_format"], shapes))
+    names = class_names if class_names is not None else cfg.class_names
+    return QNet(cfg, layers, net.output_format, dataset, tuple(names))

@@ -1,6 +1,6 @@
 """Per-layer workload characterization and roofline of a network.
 
-For every convolution of a :class:`~zynqflow.model.config.NetConfig` this
+For every convolution of a :class:`~zynqflow.spec.topology.NetConfig` this
 reports the output slice it writes, its parameters (BatchNorm folded, so
 every conv has ``cout`` biases), its multiply-accumulates
 (``H_out * W_out * K * K * Cin * Cout``), the bytes it moves and its
@@ -41,8 +41,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from .config import INPUT, NetConfig, get_config
-from .numerics import BIAS_BITS
+from zynqflow.spec.numerics import BIAS_BITS
+from zynqflow.spec.topology import INPUT, NetConfig, get_config
 
 INPUT_BITS = 8  # the input image is uint8 pixels
 

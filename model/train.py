@@ -28,7 +28,8 @@ import torch.distributed as dist
 import torch.nn.functional as F
 from tqdm import tqdm
 
-from .config import get_config
+from zynqflow.spec.topology import get_config
+
 from .data import Dataset, Split, augment, batches, dataset_tag, load_dataset
 from .net import ZynqNet
 

@@ -32,6 +32,6 @@ if ! "$VENV/bin/python" -c "import torch, sys; sys.exit(0 if torch.__version__.s
   "$VENV/bin/python" -m pip install -q torch==2.13.0
 fi
 echo "setup: installing zynqflow and its dependencies"
-"$VENV/bin/python" -m pip install -q -e . 2>&1 | grep -v -i -E "warning|^\s*$|!!|wheel_obj|\*{5}" || true
-"$VENV/bin/python" -c "import zynqflow.model, torch, numpy, cocotb, hls4ml" \
+"$VENV/bin/python" -m pip install -q -e ".[all]" 2>&1 | grep -v -i -E "warning|^\s*$|!!|wheel_obj|\*{5}" || true
+"$VENV/bin/python" -c "import zynqflow.spec, zynqflow.model, torch, numpy, cocotb, hls4ml" \
   || { echo "setup: the venv is incomplete (see pip output above)"; exit 1; }

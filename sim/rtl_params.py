@@ -17,7 +17,7 @@ import re
 import sys
 from pathlib import Path
 
-from zynqflow.model.export import LAYER_FIELDS
+from zynqflow.spec.engine import LAYER_FIELDS
 
 # the field order zq_conv_engine.sv decodes (field 0 in the LSBs of a layers.mem line)
 RTL_LAYER_FIELDS = (
@@ -29,7 +29,7 @@ MAX_BUFS = 15          # buffer ids 0..14; 15 is the GAP
 LAYER_OVERHEAD = 11    # cycles a layer costs beyond its MAC-array cycles (zq_conv_engine.sv)
 FRAME_OVERHEAD = 5     # cycles_last = IN_BEATS + BUF0_WORDS + sum(layer cycles) + N_CLASSES + FRAME_OVERHEAD
 
-REPO = Path(__file__).resolve().parents[1]
+from zynqflow.spec.paths import REPO  # noqa: E402
 REGMAP = REPO / "rtl" / "regmap.json"
 
 _CONST = re.compile(r"constexpr\s+(?:unsigned|int)\s+(\w+)\s*=\s*(0x[0-9a-fA-F]+|-?\d+)u?\s*;")
@@ -94,7 +94,7 @@ def svh_text(p: dict[str, object], source: str = "", regmap: dict | None = None)
         elif isinstance(v, str):
             v = '"' + v.replace("\\", "/") + '"'
         lines.append(f"`define ZQ_{name} {v}")
-    lines.append(f"// register map (rtl/regmap.json)")
+    lines.append("// register map (rtl/regmap.json)")
     lines.append(f"`define ZQ_REG_ADDR_WIDTH {rm['address_width']}")
     for name, off in rm["offsets"].items():
         lines.append(f"`define ZQ_REG_{name.upper()} 'h{off:02x}")

@@ -1,6 +1,6 @@
 """Build and run the RTL engine (or the Vitis HLS one) under cocotb + Verilator.
 
-Used by ``tests/test_rtl_*.py``, ``zynqflow.sim.rtl_perf`` and people:
+Used by ``tests/test_rtl_*.py``, ``zynqflow.bench.rtl_perf`` and people:
 
     from zynqflow.sim.rtl_sim import run_tb
     result = run_tb("build/zynqnet-mini/export", "run_frames", frames=4)

@@ -12,7 +12,7 @@ Configuration comes from environment variables:
 ``ZQ_MODE``     ``auto`` (auto_restart, frames back to back) or ``single`` (one ap_start per frame)
 ``ZQ_BACKPRESSURE``  1: random TVALID gaps on the input and random TREADY on the output
 
-Logits are compared with ``zynqflow.model.golden.golden_logits`` bit for bit.
+Logits are compared with ``zynqflow.spec.golden.golden_logits`` bit for bit.
 """
 
 from __future__ import annotations
@@ -30,7 +30,8 @@ from cocotb.triggers import ClockCycles, RisingEdge
 from cocotbext.axi import (AxiLiteBus, AxiLiteMaster, AxiStreamBus, AxiStreamFrame, AxiStreamSink,
                            AxiStreamSource)
 
-from zynqflow.model.golden import QNet, golden_logits
+from zynqflow.spec.qnet import QNet
+from zynqflow.spec.golden import golden_logits
 from zynqflow.sim.rtl_params import FRAME_OVERHEAD, LAYER_OVERHEAD, load_regmap
 
 CLK_NS = 10

@@ -9,10 +9,12 @@ import numpy as np
 import pytest
 import torch
 
-from zynqflow.model.config import get_config
-from zynqflow.model.export import (LAYER_FIELDS, EngineParams, ExportError, export, load_checkpoint_qnet,
+from zynqflow.spec.topology import get_config
+from zynqflow.export.exporter import (LAYER_FIELDS, EngineParams, ExportError, export, load_checkpoint_qnet,
                                    plan_hardware)
-from zynqflow.model.golden import QNet, golden_logits, golden_tensors, qnet_from_model
+from zynqflow.spec.qnet import QNet
+from zynqflow.spec.golden import golden_logits, golden_tensors
+from zynqflow.model.net import qnet_from_model
 from zynqflow.model.net import ZynqNet
 
 
@@ -143,7 +145,7 @@ def test_export_refuses_design_rule_violation(tmp_path):
 def test_overflow_proof_refuses_overflowing_network(tmp_path):
     """A 3x3 conv over 8192 u8 input channels with s8 weights can reach
     9 * 8192 * 128 * 255 = 2.4e9 > 2^31 - 1: the proof must refuse it."""
-    from zynqflow.model.config import FireSpec, fire_net
+    from zynqflow.spec.topology import FireSpec, fire_net
     cfg = fire_net("overflow", 16, 1, 10, stem=8192, fires=[FireSpec(8, 8, 8, downsample=True)])
     torch.manual_seed(0)
     net = ZynqNet(cfg)
@@ -231,7 +233,7 @@ def test_checkpoint_errors(tmp_path):
 
 
 def test_export_cli_writes_nothing_on_error(tmp_path, capsys):
-    from zynqflow.model.export import main
+    from zynqflow.export.exporter import main
     assert main(["--ckpt", str(tmp_path / "none.pt"), "--out", str(tmp_path / "o")]) == 2
     assert "nothing written" in capsys.readouterr().err
     assert not (tmp_path / "o").exists()

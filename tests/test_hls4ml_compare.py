@@ -1,4 +1,4 @@
-"""hls4ml side by side (zynqflow.hls.hls4ml_compare) on zynqnet-tiny.
+"""hls4ml side by side (zynqflow.bench.hls4ml_compare) on zynqnet-tiny.
 
 One hls4ml build (io_stream, g++ -O3) takes about 20 s here, so the
 per-layer checks run by default; the end-to-end ``compare`` (two builds) is
@@ -30,11 +30,12 @@ pytest.importorskip("hls4ml")
 if shutil.which("g++") is None:
     pytest.skip("hls4ml's C simulation needs g++", allow_module_level=True)
 
-from zynqflow.hls import hls4ml_compare as H  # noqa: E402
-from zynqflow.model.config import get_config  # noqa: E402
-from zynqflow.model.golden import conv_acc, golden_logits, golden_tensors, qnet_from_model  # noqa: E402
+from zynqflow.bench import hls4ml_compare as H  # noqa: E402
+from zynqflow.spec.topology import get_config  # noqa: E402
+from zynqflow.spec.golden import conv_acc, golden_logits, golden_tensors  # noqa: E402
+from zynqflow.model.net import qnet_from_model  # noqa: E402
 from zynqflow.model.net import ZynqNet  # noqa: E402
-from zynqflow.model.numerics import round_shift  # noqa: E402
+from zynqflow.spec.numerics import round_shift  # noqa: E402
 
 
 @pytest.fixture(scope="module")

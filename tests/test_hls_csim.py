@@ -19,11 +19,12 @@ import numpy as np
 import pytest
 import torch
 
-from zynqflow.hls import csim
-from zynqflow.model.config import get_config
-from zynqflow.model.config import INPUT, LayerSpec, NetConfig
-from zynqflow.model.export import EngineParams, export
-from zynqflow.model.golden import golden_logits, qnet_from_model
+from zynqflow.sim import csim
+from zynqflow.spec.topology import get_config
+from zynqflow.spec.topology import INPUT, LayerSpec, NetConfig
+from zynqflow.export.exporter import EngineParams, export
+from zynqflow.spec.golden import golden_logits
+from zynqflow.model.net import qnet_from_model
 from zynqflow.model.net import ZynqNet
 
 pytestmark = pytest.mark.skipif(shutil.which(os.environ.get("CXX", "g++")) is None,
@@ -233,7 +234,8 @@ def test_other_engine_and_signed_tensors(tmp_path_factory):
 # ---- command line and errors --------------------------------------------------------
 def test_cli_writes_report(tiny, tmp_path):
     out = tmp_path / "csim.json"
-    rc = csim.main(["--export", str(tiny.dir), "--frames", "48", "--data", "synthetic", "--out", str(out)])
+    from zynqflow.bench import csim_eval
+    rc = csim_eval.main(["--export", str(tiny.dir), "--frames", "48", "--data", "synthetic", "--out", str(out)])
     assert rc == 0
     res = json.loads(out.read_text())
     assert res["frames"] == 48 and res["mismatches_vs_golden"] == 0

@@ -25,8 +25,8 @@ from zynqflow.host.driver import ZqDriver, percentiles
 from zynqflow.host.manifest import REPO, Export, RegMap, find_regmap
 from zynqflow.host.preprocess import expand_inputs, to_frame, to_frames
 from zynqflow.model.data import pad_to
-from zynqflow.model.golden import golden_logits
-from zynqflow.sim import exports
+from zynqflow.spec.golden import golden_logits
+from zynqflow.export import fixtures as exports
 
 HAVE_CXX = shutil.which(os.environ.get("CXX", "g++")) is not None
 needs_cxx = pytest.mark.skipif(not HAVE_CXX, reason="no C++ compiler for the C simulation")
@@ -454,7 +454,7 @@ def test_deploy_script_checks_and_stages(tiny, tmp_path):
     r = _sh([deploy])
     assert r.returncode == 2 and "BOARD is not set" in r.stderr
     bit = tmp_path / "bits" / "zynqnet-tiny_pynq-z2.bit"
-    common = [f"NET=zynqnet-tiny", f"EXPORT={tiny}", f"BIT={bit}", "DRY_RUN=1"]
+    common = ["NET=zynqnet-tiny", f"EXPORT={tiny}", f"BIT={bit}", "DRY_RUN=1"]
     r = _sh([deploy, "BOARD=pynq.invalid", *common])
     assert r.returncode == 2 and str(bit) in r.stderr and "zynqnet-tiny_pynq-z2.hwh" in r.stderr
     assert "Nothing was copied" in r.stderr and "board/bitstream.sh" in r.stderr
@@ -470,7 +470,7 @@ def test_deploy_script_checks_and_stages(tiny, tmp_path):
     assert r.returncode == 0, r.stderr
     for f in ["zynqnet-tiny/manifest.json", "zynqnet-tiny/zynqnet-tiny_pynq-z2.bit", "zynqnet-tiny/zynqnet-tiny_pynq-z2.hwh",
               "zynqnet-tiny/regmap.json", "zynqnet-tiny/integers.npz", "lib/zynqflow/host/driver.py",
-              "lib/zynqflow/host/cli.py", "lib/zynqflow/model/golden.py", "zynqflow"]:
+              "lib/zynqflow/host/cli.py", "lib/zynqflow/spec/golden.py", "zynqflow"]:
         assert (stage / f).is_file(), f
     assert "ssh" in r.stdout and "pynq.invalid" in r.stdout
     if os.geteuid() == 0:   # the wrapper would sudo otherwise

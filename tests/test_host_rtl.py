@@ -1,5 +1,5 @@
 """End to end through the rtl backend: the board driver (zynqflow.host.driver)
-+ the PYNQ shim (zynqflow.host.sim_shim, cocotbext-axi) + the Verilator RTL.
++ the PYNQ shim (zynqflow.sim.sim_shim, cocotbext-axi) + the Verilator RTL.
 
 Every run must give exactly the golden model's logits, in input order, one
 result per frame (frames_done, DMA transfer counts, no extra output).
@@ -19,9 +19,9 @@ import pytest
 
 from zynqflow.host import Accelerator, NetworkIdMismatch
 from zynqflow.host.manifest import Export
-from zynqflow.host.rtl import run_job
-from zynqflow.model.golden import golden_logits
-from zynqflow.sim import exports
+from zynqflow.sim.rtl_host import run_job
+from zynqflow.spec.golden import golden_logits
+from zynqflow.export import fixtures as exports
 
 try:
     from zynqflow.sim.rtl_sim import RtlUnavailable, SimBuild

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 import torch
 
-from zynqflow.model import numerics as N
-from zynqflow.model.config import DesignRuleError, get_config
+from zynqflow.spec import numerics as N
+from zynqflow.spec.topology import DesignRuleError, get_config
 from zynqflow.model.net import ZynqNet, fake_quant
-from zynqflow.model.numerics import QFormat
+from zynqflow.spec.numerics import QFormat
 
 S8, U8, U4 = QFormat(8, True, 0), QFormat(8, False, 0), QFormat(4, False, 0)
 

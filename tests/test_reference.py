@@ -12,8 +12,8 @@ import pytest
 import torch
 
 from zynqflow.model.data import load_dataset
-from zynqflow.model.export import export, load_checkpoint_qnet
-from zynqflow.model.golden import golden_logits
+from zynqflow.export.exporter import export, load_checkpoint_qnet
+from zynqflow.spec.golden import golden_logits
 from zynqflow.model.net import ZynqNet
 
 REF = Path(__file__).resolve().parents[1] / "model/reference/zynqnet-mini/fashion-mnist"
@@ -52,7 +52,7 @@ def test_reference_golden_equals_torch_integer_path(ref):
 
 
 def test_reference_csim_equals_golden(ref, tmp_path_factory):
-    from zynqflow.hls.csim import CSim
+    from zynqflow.sim.csim import CSim
     _, ds, q = ref
     out = tmp_path_factory.mktemp("ref") / "export"
     export(q, out, ds.test.hwc()[:8])

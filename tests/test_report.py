@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from zynqflow.model.config import get_config
+from zynqflow.spec.topology import get_config
 from zynqflow.model.report import PYNQ_Z2, ZCU104, characterize, format_table, main
 
 # zynqnet-tiny, worked by hand from its layer list (16x16x1 input, 8-bit

@@ -17,7 +17,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from zynqflow.sim import exports
+from zynqflow.export import fixtures as exports
 from zynqflow.sim.rtl_params import (FRAME_OVERHEAD, LAYER_OVERHEAD, REGMAP, load_regmap, net_constants,
                                      rtl_params, svh_text)
 from zynqflow.sim.rtl_sim import RTL_DIR, RTL_SOURCES, RtlUnavailable, SimBuild, rtl_kind
@@ -92,7 +92,7 @@ def test_backpressure_mini_single(mini, rtl):
 
 @pytest.mark.parametrize("variant", ["rgb", "wide"])
 def test_variant_networks(variant, rtl):
-    """Corner cases of the layer table and engine parameters (see zynqflow.sim.exports.variant_config):
+    """Corner cases of the layer table and engine parameters (see zynqflow.export.fixtures.variant_config):
     RGB im2col, N_CI=4 / one-bank engines, signed tensors, partial words, odd concat offsets, GAP shift 0,
     left-shift requantization, a non-im2col 3x3 stem. Bit-exact, and per-layer cycles by formula."""
     ex = exports.variant_export(variant)

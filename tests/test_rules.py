@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import pytest
 
-from zynqflow.model.config import (INPUT, PRESETS, DesignRuleError, FireSpec, LayerSpec, NetConfig,
+from zynqflow.spec.topology import (INPUT, PRESETS, DesignRuleError, FireSpec, LayerSpec, NetConfig,
                                    check_rules, fire_net, get_config)
 
 

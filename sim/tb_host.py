@@ -1,6 +1,6 @@
 """cocotb test: the host driver (the board code) on ``zq_top`` through the PYNQ shim.
 
-Started by :func:`zynqflow.host.rtl.run_job` with the cocotb runner (a
+Started by :func:`zynqflow.sim.rtl_host.run_job` with the cocotb runner (a
 Verilator build of :mod:`zynqflow.sim.rtl_sim`). The job comes from the JSON
 file ``$ZQ_HOST_JOB``::
 
@@ -32,7 +32,7 @@ from cocotb.triggers import ClockCycles
 from zynqflow.host.driver import ZqDriver
 from zynqflow.host.errors import HostError
 from zynqflow.host.manifest import Export, find_regmap
-from zynqflow.host.sim_shim import SimOverlay
+from zynqflow.sim.sim_shim import SimOverlay
 
 CLK_NS = 10
 

@@ -1,6 +1,6 @@
 """Resource estimate of the RTL engine with Yosys (``synth_xilinx -family xc7``).
 
-    python -m zynqflow.sim.synth_estimate build/zynqnet-mini/export [--out build/zynqnet-mini/resources.json]
+    python -m zynqflow.bench.synth_estimate build/zynqnet-mini/export [--out build/zynqnet-mini/resources.json]
 
 Synthesizes ``rtl/`` with the export's parameters and ROM images and writes
 ``resources.json``: ``lut`` (logic LUTs + LUT RAM), ``ff``, ``bram36`` (RAMB36
@@ -20,8 +20,9 @@ import sys
 import time
 from pathlib import Path
 
-from .rtl_params import REPO, write_svh
-from .rtl_sim import RTL_DIR, RTL_SOURCES, net_name
+from zynqflow.sim.rtl_params import write_svh
+from zynqflow.sim.rtl_sim import RTL_DIR, RTL_SOURCES, net_name
+from zynqflow.spec.paths import REPO
 
 XC7Z020 = dict(lut=53200, ff=106400, bram36=140, dsp=220)
 

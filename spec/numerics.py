@@ -1,9 +1,11 @@
 """The fixed-point contract of docs/fixed-point.md, in one place.
 
 Every other stage (QAT fake quantization, the exact integer path in PyTorch,
-the numpy golden model, the exporter's overflow proof) calls these functions;
-the HLS and RTL engines implement the same formulas. Values are held as
-Python ints, int64 numpy arrays or int64 torch tensors: never floats.
+the numpy golden model, the exporter's overflow proof, the hls4ml comparison)
+calls these functions; the HLS and RTL engines implement the same formulas.
+Values are held as Python ints, int64 numpy arrays or int64 torch tensors,
+never floats: every function here takes either kind of array and returns the
+same kind (torch is never imported by this module).
 """
 
 from __future__ import annotations
@@ -68,33 +70,47 @@ def frac_for_range(max_abs: float, bits: int, signed: bool) -> int:
     return mag_bits - int(math.ceil(math.log2(max_abs)))
 
 
-# ---- numpy versions (the golden model uses these) -------------------------
-def round_shift(acc: np.ndarray, s: int) -> np.ndarray:
+# ---- integer operations (numpy int64 arrays or torch int64 tensors) --------
+def _is_torch(x) -> bool:
+    return type(x).__module__.split(".")[0] == "torch"
+
+
+def _int(x):
+    """torch tensors as they are; anything else as an int64 numpy array."""
+    return x if _is_torch(x) else np.asarray(x, dtype=np.int64)
+
+
+def round_shift(acc, s: int):
     """s > 0: (acc + 2^(s-1)) >> s, arithmetic (round half up); s <= 0: acc << -s."""
-    acc = np.asarray(acc, dtype=np.int64)
+    acc = _int(acc)
     if s > 0:
-        return (acc + (np.int64(1) << np.int64(s - 1))) >> np.int64(s)
-    return acc << np.int64(-s)
+        return (acc + (1 << (s - 1))) >> s
+    return acc << (-s)
 
 
-def saturate(x: np.ndarray, fmt: QFormat) -> np.ndarray:
-    return np.clip(x, fmt.lo, fmt.hi)
+def saturate(x, fmt: QFormat):
+    return _int(x).clip(fmt.lo, fmt.hi)
 
 
-def requantize(acc: np.ndarray, shift: int, relu: bool, out: QFormat) -> np.ndarray:
+def requantize(acc, shift: int, relu: bool, out: QFormat):
     """Accumulator (at F_in + F_w) to the output format: shift, ReLU, saturate."""
     y = round_shift(acc, shift)
     if relu:
-        y = np.maximum(y, 0)
+        y = y.clip(min=0)
     return saturate(y, out)
 
 
-def gap_shift(total: np.ndarray, pixels: int) -> np.ndarray:
-    """Global average over 2^k pixels: (sum + 2^(k-1)) >> k, no division."""
-    k = pixels.bit_length() - 1
-    if 1 << k != pixels:
+def pixels_shift(pixels: int) -> int:
+    """k for a global average over 2^k pixels; a clear error for any other count."""
+    k = int(pixels).bit_length() - 1
+    if pixels < 1 or 1 << k != pixels:
         raise ValueError(f"global average pool over {pixels} pixels: not a power of two")
-    return round_shift(total, k)
+    return k
+
+
+def gap_shift(total, pixels: int):
+    """Global average over 2^k pixels: (sum + 2^(k-1)) >> k, no division."""
+    return round_shift(total, pixels_shift(pixels))
 
 
 def quantize_real(x: np.ndarray, fmt: QFormat) -> np.ndarray:

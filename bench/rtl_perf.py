@@ -1,6 +1,6 @@
 """Throughput of the RTL engine, measured in simulation.
 
-    python -m zynqflow.sim.rtl_perf build/zynqnet-mini/export --frames 8 [--data fashion-mnist]
+    python -m zynqflow.bench.rtl_perf build/zynqnet-mini/export --frames 8 [--data fashion-mnist]
 
 Runs N frames back to back (auto-restart) through ``rtl/`` (or ``RTL=hls``)
 under Verilator and writes ``build/<net>/rtl_perf.json``:
@@ -13,7 +13,7 @@ under Verilator and writes ``build/<net>/rtl_perf.json``:
 ``layer_cycles``       per layer (RTL profiling registers), with the MAC-array formula
 ``fps_at_100mhz``      100e6 / frame_period_cycles ("fps at 100 MHz, RTL simulation")
 ``sim_cycles_per_second``  simulator speed (wall clock, excluding build and start-up)
-``mismatches_vs_golden``   frames whose logits differ from zynqflow.model.golden
+``mismatches_vs_golden``   frames whose logits differ from zynqflow.spec.golden
 ``top1``               with --data: accuracy of the RTL's logits on the frames' labels
 """
 
@@ -27,8 +27,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .rtl_params import REPO
-from .rtl_sim import RtlUnavailable, SimBuild, net_name, rtl_kind
+from zynqflow.sim.rtl_sim import RtlUnavailable, SimBuild, net_name, rtl_kind
+from zynqflow.spec.paths import REPO
 
 
 def network_macs(man: dict) -> int:

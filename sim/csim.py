@@ -6,25 +6,16 @@ the ap_types headers shipped with hls4ml (no Vitis needed):
 * :func:`build` -> a shared library (``hls/csim_lib.cpp``) driven through
   ctypes by :class:`CSim`;
 * :func:`build_testbench` / :func:`run_testbench` -> the C testbench
-  ``hls/tb/tb_zq_top.cpp`` on the export's test vectors (``make csim``).
+  ``hls/tb/tb_zq_top.cpp`` on the export's test vectors.
 
-Command line::
-
-    python -m zynqflow.hls.csim --export build/zynqnet-mini/export \\
-        --ckpt build/zynqnet-mini/fashion-mnist/checkpoint.pt --frames 256
-
-builds and runs the testbench, then runs ``--frames`` test-set frames
-through the C simulation and the numpy golden model and writes ``csim.json``
-(frames, top1, mismatches_vs_golden, golden_top1, seconds, fps, network_id).
-Exit status 1 on any mismatch, 2 on a usage or build error.
-
-Builds are cached in ``<export_dir>/../csim/`` and redone only when a source,
-a header or ``net_params.h`` is newer than the output.
+``make csim`` (:mod:`zynqflow.bench.csim_eval`) runs both and compares a test
+set with the golden model. Builds are cached in ``<export_dir>/../csim/`` and
+redone only when a source, a header or ``net_params.h`` is newer than the
+output.
 """
 
 from __future__ import annotations
 
-import argparse
 import ctypes
 import importlib.util
 import json
@@ -33,15 +24,16 @@ import shlex
 import shutil
 import subprocess
 import sys
-import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
 
-from zynqflow.model.golden import check_frames
+from zynqflow.spec.golden import check_frames
 
-HLS_DIR = Path(__file__).resolve().parent
+from zynqflow.spec.paths import REPO
+
+HLS_DIR = REPO / "hls"
 HEADERS = ("engine.h", "zq_axis.h", "zq_top.h")
 CXXFLAGS = ["-O2", "-std=c++14", "-fPIC", "-Wall",
             # HLS idiom: pragmas and loop labels are for Vitis, not g++
@@ -89,7 +81,7 @@ def compiler() -> str:
 def _export_dir(export_dir) -> Path:
     d = Path(export_dir)
     if not (d / "net_params.h").is_file():
-        raise CSimError(f"{d}: no net_params.h (run the exporter: python -m zynqflow.model.export)")
+        raise CSimError(f"{d}: no net_params.h (run the exporter: python -m zynqflow.export.exporter)")
     return d.resolve()
 
 
@@ -297,105 +289,3 @@ class CSim:
     def reset(self) -> None:
         """Clear the counters and flags (as a hardware reset)."""
         self._lib.zq_reset()
-
-
-# ---- command line --------------------------------------------------------------
-def _checkpoint_info(ckpt: Path) -> dict:
-    import torch
-
-    ck = torch.load(ckpt, map_location="cpu", weights_only=False)
-    return ck.get("train_config", {}) if isinstance(ck, dict) else {}
-
-
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m zynqflow.hls.csim", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--export", required=True, help="export directory (net_params.h, vectors, integers.npz)")
-    p.add_argument("--ckpt", default=None, help="checkpoint.pt the export came from (dataset, default --out, "
-                                                 "staleness check)")
-    p.add_argument("--frames", type=int, default=256, help="test-set frames to simulate (default 256; 0 = the whole test set)")
-    p.add_argument("--data", default=None, help="dataset (default: the checkpoint's / the export's)")
-    p.add_argument("--data-dir", default=None)
-    p.add_argument("--out", default=None, help="csim.json (default: beside the checkpoint, else "
-                                                "<export>/../<dataset>/csim.json)")
-    p.add_argument("--skip-tb", action="store_true", help="do not build and run the C testbench")
-    a = p.parse_args(argv)
-
-    from zynqflow.model.data import DatasetError, dataset_tag, load_dataset
-    from zynqflow.model.golden import QNet, golden_logits
-
-    try:
-        export_dir = _export_dir(a.export)
-        man = json.loads((export_dir / "manifest.json").read_text())
-        train_cfg, ckpt_ok = {}, None
-        if a.ckpt:
-            ckpt = Path(a.ckpt)
-            if not ckpt.is_file():
-                raise CSimError(f"{ckpt}: no such checkpoint")
-            from zynqflow.model.export import load_checkpoint_qnet
-            train_cfg = _checkpoint_info(ckpt)
-            ckpt_ok = load_checkpoint_qnet(ckpt).network_id() == man["network_id_int"]
-            if not ckpt_ok:
-                print(f"WARNING: {ckpt} does not match the export {export_dir} (network ID "
-                      f"{man['network_id']}): the export is stale, re-run the exporter", file=sys.stderr)
-        data = a.data or train_cfg.get("data") or man.get("dataset")
-        if not data:
-            raise CSimError("no dataset: pass --data")
-        data_dir = a.data_dir or train_cfg.get("data_dir")
-        out = Path(a.out) if a.out else (Path(a.ckpt).parent / "csim.json" if a.ckpt
-                                         else export_dir.parent / dataset_tag(data) / "csim.json")
-
-        tb_rc = None
-        if not a.skip_tb:
-            print(f"C testbench on {export_dir}/vectors_*.bin:")
-            tb_rc = run_testbench(export_dir)
-
-        qnet = QNet.load_npz(export_dir / "integers.npz")
-        ds = load_dataset(data, data_dir, size=qnet.cfg.input_size)
-        test = ds.test.subset(a.frames if a.frames > 0 else None)
-        frames, labels = test.hwc(), test.labels
-        if frames.shape[1:] != qnet.input_shape:
-            raise CSimError(f"dataset {data} gives {frames.shape[1:]} frames, {qnet.name} takes "
-                            f"{qnet.input_shape}")
-        sim = CSim(export_dir)
-        t0 = time.perf_counter()
-        logits = sim.run(frames)
-        seconds = time.perf_counter() - t0
-        regs = sim.registers()
-        gold = golden_logits(qnet, frames)
-    except (CSimError, DatasetError, ValueError, OSError) as e:
-        print(f"csim failed: {e}", file=sys.stderr)
-        return 2
-
-    bad = ~np.all(logits == gold, axis=1)
-    n = len(frames)
-    res = dict(
-        frames=n,
-        top1=float(np.mean(logits.argmax(1) == labels)) if n else 0.0,
-        mismatches_vs_golden=int(bad.sum()),
-        golden_top1=float(np.mean(gold.argmax(1) == labels)) if n else 0.0,
-        seconds=round(seconds, 4),
-        fps=round(n / seconds, 2) if seconds > 0 else 0.0,
-        network_id=man["network_id"],
-        network=man["network"],
-        dataset=dataset_tag(data),
-        mismatched_logits=int((logits != gold).sum()),
-        testbench_rc=tb_rc,
-        ckpt_matches_export=ckpt_ok,
-        registers={k: regs[k] for k in REG_NAMES},
-        cycles_per_frame_modelled=regs["cycles_last"],
-    )
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(res, indent=2) + "\n")
-    print(f"C sim {man['network']} ({man['network_id']}): {n} frames, top-1 {res['top1']:.4f} "
-          f"(golden {res['golden_top1']:.4f}), {res['mismatches_vs_golden']} mismatching frames, "
-          f"{res['fps']} frames/s -> {out}")
-    if res["mismatches_vs_golden"] or (tb_rc not in (None, 0)):
-        if tb_rc not in (None, 0):
-            print(f"C testbench FAILED (exit {tb_rc})", file=sys.stderr)
-        return 1
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -7,16 +7,20 @@ a final global average pool. Fire modules are sugar that expand into three
 ``LayerSpec`` rows (squeeze, expand-1x1, expand-3x3).
 
 Everything downstream (PyTorch module, exporter, HLS layer table, RTL ROMs,
-characterization) is derived from the flattened ``NetConfig.layers``.
+characterization) is derived from the flattened ``NetConfig.layers``, and
+every stage that evaluates the network walks it with :func:`run_graph`.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
+from typing import Callable, Sequence, TypeVar
 
 INPUT = "input"  # name of the network's input tensor
+
+T = TypeVar("T")
 
 
 class DesignRuleError(ValueError):
@@ -146,6 +150,35 @@ class NetConfig:
 
 
 # ---------------------------------------------------------------------------
+def run_graph(layers: Sequence, x: T, apply: Callable[[object, T], T],
+              concat: Callable[[list[T]], T], on_tensor: Callable[[str, T], None] | None = None
+              ) -> dict[str, T]:
+    """Evaluate the tensor graph of ``layers`` (LayerSpec or anything with
+    ``src``/``dst``) on the input ``x``: the one walk every stage uses.
+
+    ``apply(layer, source_tensor)`` computes one layer's output slice;
+    ``concat(pieces)`` joins the slices written into one tensor, in layer
+    order (the channel concatenation). A tensor is assembled when a layer
+    first reads it, and the rest (the network's output) at the end.
+    ``on_tensor(name, value)`` sees every assembled tensor but the input.
+    Returns ``{tensor name: value}`` including ``INPUT``."""
+    tensors: dict[str, T] = {INPUT: x}
+    pieces: dict[str, list[T]] = {}
+
+    def assemble(name: str) -> None:
+        tensors[name] = concat(pieces.pop(name))
+        if on_tensor is not None:
+            on_tensor(name, tensors[name])
+
+    for l in layers:
+        if l.src not in tensors:
+            assemble(l.src)
+        pieces.setdefault(l.dst, []).append(apply(l, tensors[l.src]))
+    for name in list(pieces):
+        assemble(name)
+    return tensors
+
+
 def fire_net(name: str, input_size: int, in_channels: int, num_classes: int, stem: int,
              fires: list[FireSpec], head_channels: int | None = None, head_splits: int = 1,
              **kw) -> NetConfig:

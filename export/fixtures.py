@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .rtl_params import REPO
+from zynqflow.spec.paths import REPO
 
 EXPORT_ROOT = REPO / "build" / "sim" / "exports"
 REFERENCE_CKPT = REPO / "model" / "reference" / "zynqnet-mini" / "fashion-mnist" / "checkpoint.pt"
@@ -28,9 +28,9 @@ def random_export(name: str, seed: int = 0, vectors: int = 16, n_pe: int = 16, n
         return out
     import torch
 
-    from zynqflow.model.config import get_config
-    from zynqflow.model.export import EngineParams, export
-    from zynqflow.model.golden import qnet_from_model
+    from zynqflow.spec.topology import get_config
+    from zynqflow.export.exporter import EngineParams, export
+    from zynqflow.model.net import qnet_from_model
     from zynqflow.model.net import ZynqNet
 
     torch.manual_seed(seed)
@@ -54,7 +54,7 @@ def variant_config(which: str):
     channels, a 3x3 stem with zero padding on buffer 0), a signed tensor, two
     output groups with 10 channels. Engine N_PE=8, N_CI=8 (one bank).
     """
-    from zynqflow.model.config import INPUT, LayerSpec as L, NetConfig
+    from zynqflow.spec.topology import INPUT, LayerSpec as L, NetConfig
 
     if which == "rgb":
         return NetConfig(name="rtl-variant-rgb", input_size=16, in_channels=3, num_classes=10, layers=(
@@ -85,8 +85,8 @@ def variant_export(which: str, seed: int = 0, vectors: int = 8) -> Path:
         return out
     import torch
 
-    from zynqflow.model.export import EngineParams, export
-    from zynqflow.model.golden import qnet_from_model
+    from zynqflow.export.exporter import EngineParams, export
+    from zynqflow.model.net import qnet_from_model
     from zynqflow.model.net import ZynqNet
 
     torch.manual_seed(seed)
@@ -101,7 +101,7 @@ def variant_export(which: str, seed: int = 0, vectors: int = 8) -> Path:
 def checkpoint_export(ckpt: Path, frames: int = 8, data: str = "fashion-mnist") -> tuple[Path, np.ndarray]:
     """Export a trained checkpoint with ``frames`` test-set frames; returns (dir, labels)."""
     from zynqflow.model.data import load_dataset
-    from zynqflow.model.export import export, load_checkpoint_qnet
+    from zynqflow.export.exporter import export, load_checkpoint_qnet
 
     ckpt = Path(ckpt)
     out = EXPORT_ROOT / f"{ckpt.parent.parent.name}-{ckpt.parent.name}-ckpt"

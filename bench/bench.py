@@ -8,7 +8,7 @@ Writes into ``build/bench/``:
                    over the whole test set.
 ``csim.json``      the reference checkpoint's whole test set through the
                    HLS C simulation, mismatches vs golden (must be 0).
-``bitexact.json``  hls4ml side by side (see zynqflow.hls.hls4ml_compare).
+``bitexact.json``  hls4ml side by side (see zynqflow.bench.hls4ml_compare).
 ``rtl_perf.json``  the test set through the RTL twin under Verilator
                    (``--rtl-frames``, default all 10 000: about 3 hours at
                    ~60 k simulated cycles/s), accuracy and mismatches vs golden.
@@ -31,11 +31,11 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .config import get_config
-from .data import augment, batches, load_dataset
-from .export import load_checkpoint_qnet
-from .golden import golden_logits
-from .net import ZynqNet
+from zynqflow.export.exporter import load_checkpoint_qnet
+from zynqflow.model.data import augment, batches, load_dataset
+from zynqflow.model.net import ZynqNet
+from zynqflow.spec.golden import golden_logits
+from zynqflow.spec.topology import get_config
 
 
 def machine() -> dict:
@@ -99,10 +99,10 @@ def bench_training(net_name: str, ckpt: str, data_dir: str | None, steps: int, r
         logits = golden_logits(qnet, frames)
         evals.append(time.perf_counter() - t0)
     # the PyTorch exact integer path on the same frames
-    from .net import ZynqNet as _Z
+    from zynqflow.model.net import ZynqNet as _Z
     ck = torch.load(ckpt, map_location="cpu", weights_only=False)
     tnet = _Z.from_checkpoint(ck)
-    from .train import integer_logits
+    from zynqflow.model.train import integer_logits
     t0 = time.perf_counter()
     tlogits = integer_logits(tnet, ds.test.images)
     torch_eval = time.perf_counter() - t0
@@ -153,7 +153,7 @@ def main(argv=None) -> int:
                  ("fixed top-1 (whole test set)", f"{e['top1']:.4f}")]
     if "csim" in parts:
         try:
-            from zynqflow.hls import csim
+            from zynqflow.bench import csim_eval as csim
         except ImportError as e:  # pragma: no cover
             print(f"bench: C-sim unavailable ({e})")
         else:
@@ -171,7 +171,7 @@ def main(argv=None) -> int:
                 return rc
     if "bitexact" in parts:
         try:
-            from zynqflow.hls import hls4ml_compare
+            from zynqflow.bench import hls4ml_compare
         except ImportError as e:  # pragma: no cover
             print(f"bench: hls4ml comparison unavailable ({e})")
         else:
@@ -179,7 +179,7 @@ def main(argv=None) -> int:
             hls4ml_compare.main(["--ckpt", a.ckpt, "--export", f"build/{a.net}/export",
                                  "--out", str(out / "bitexact.json")])
     if "rtl" in parts:
-        from zynqflow.sim.rtl_perf import measure
+        from zynqflow.bench.rtl_perf import measure
         print(f"bench: {a.rtl_frames} test images through the RTL simulation (Verilator) ...", flush=True)
         r = measure(Path(f"build/{a.net}/export"), frames=a.rtl_frames, data="fashion-mnist",
                     data_dir=a.data_dir, out=out / "rtl_perf.json")

@@ -2,7 +2,7 @@
 
 :func:`run_job` builds (or reuses) the Verilator model of ``zq_top`` for an
 export with :class:`zynqflow.sim.rtl_sim.SimBuild`, then runs the cocotb test
-:mod:`zynqflow.host.tb_host` in a simulator subprocess through
+:mod:`zynqflow.sim.tb_host` in a simulator subprocess through
 ``cocotb_tools.runner``. Frames go in as ``.npy`` files, results come back as
 ``.npz`` + ``.json`` in a private run directory under the build
 (``build/sim/<build>/runs/host-*``, removed afterwards unless ``keep``).
@@ -22,11 +22,11 @@ from pathlib import Path
 
 import numpy as np
 
-from . import errors
-from .errors import BackendError, HostError
-from .manifest import Export
+from zynqflow.host import errors
+from zynqflow.host.errors import BackendError, HostError
+from zynqflow.host.manifest import Export
 
-TB_MODULE = "zynqflow.host.tb_host"
+TB_MODULE = "zynqflow.sim.tb_host"
 TESTCASE = "host_job"
 CLOCK_HZ = 100e6
 

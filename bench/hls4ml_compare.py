@@ -1,13 +1,13 @@
 """Side by side with hls4ml: the same quantized network through hls4ml's
 PyTorch front end and its C simulation, bit for bit against our golden model.
 
-    python -m zynqflow.hls.hls4ml_compare --ckpt build/zynqnet-mini/fashion-mnist/checkpoint.pt \\
+    python -m zynqflow.bench.hls4ml_compare --ckpt build/zynqnet-mini/fashion-mnist/checkpoint.pt \\
         [--frames 200] [--export build/zynqnet-mini/export] [--out build/bench/bitexact.json]
-    python -m zynqflow.hls.hls4ml_compare --random-net zynqnet-tiny      # quick, no checkpoint
+    python -m zynqflow.bench.hls4ml_compare --random-net zynqnet-tiny      # quick, no checkpoint
 
 What is converted
 -----------------
-:func:`to_torch_float` rebuilds the :class:`~zynqflow.model.golden.QNet` as a
+:func:`to_torch_float` rebuilds the :class:`~zynqflow.spec.qnet.QNet` as a
 plain float64 PyTorch module: one ``Conv2d`` per layer with weight
 ``w * 2^-F_w`` and bias ``b * 2^-(F_in+F_w)`` (both exact in float64), an
 ``nn.ReLU`` module after every ReLU layer, ``torch.cat([a, b], dim=1)`` for the
@@ -58,7 +58,7 @@ Diagnosis (:func:`diagnose`)
 ----------------------------
 hls4ml's traced per-layer outputs (channels last, doubles) times ``2^F`` on
 the first ``trace_frames`` frames are compared with
-:func:`~zynqflow.model.golden.golden_tensors`: each conv's pre-ReLU output
+:func:`~zynqflow.spec.golden.golden_tensors`: each conv's pre-ReLU output
 with ``round_shift(acc)``, each ReLU output, each concatenation and the final
 conv with our tensors, the pool with our GAP. The first stage that differs is
 named, and hls4ml's logits on all frames are matched against candidate
@@ -82,7 +82,6 @@ import contextlib
 import io
 import json
 import math
-import os
 import shutil
 import sys
 import tempfile
@@ -93,10 +92,11 @@ import numpy as np
 import torch
 import torch.nn as nn
 
-from zynqflow.model.bench import machine
-from zynqflow.model.config import INPUT
-from zynqflow.model.golden import QNet, conv_acc, golden_logits, golden_tensors
-from zynqflow.model.numerics import ACC_BITS, BIAS_BITS, QFormat, acc_bound, round_shift
+from zynqflow.bench.bench import machine
+from zynqflow.spec.topology import run_graph
+from zynqflow.spec.qnet import QNet
+from zynqflow.spec.golden import conv_acc, golden_logits, golden_tensors
+from zynqflow.spec.numerics import ACC_BITS, BIAS_BITS, QFormat, acc_bound, gap_shift, pixels_shift, round_shift
 
 POOL_ACCUM_CHOICES = ("mirror", "auto")
 
@@ -115,7 +115,6 @@ class FloatNet(nn.Module):
     def __init__(self, qnet: QNet):
         super().__init__()
         self.qnet = qnet
-        self.specs = [(_key(l.name), l.src, l.dst, l.relu) for l in qnet.layers]
         for l in qnet.layers:
             conv = nn.Conv2d(l.cin, l.cout, l.k, l.stride, l.pad, bias=True).double()
             with torch.no_grad():
@@ -141,16 +140,11 @@ class FloatNet(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Float NCHW input (pixel / 256) -> all output channels, pooled (N x C_out)."""
-        tensors = {INPUT: x}
-        pieces: dict[str, list[torch.Tensor]] = {}
-        for name, src, dst, relu in self.specs:
-            if src not in tensors:
-                tensors[src] = self._cat(pieces.pop(src))
-            y = getattr(self, name)(tensors[src])
-            if relu:
-                y = getattr(self, name + "_relu")(y)
-            pieces.setdefault(dst, []).append(y)
-        out = self._cat(pieces.pop(self.out_tensor))
+        def apply(l, src):
+            y = getattr(self, _key(l.name))(src)
+            return getattr(self, _key(l.name) + "_relu")(y) if l.relu else y
+
+        out = run_graph(self.qnet.layers, x, apply, self._cat)[self.out_tensor]
         return torch.flatten(self.gap(out), 1)
 
     @torch.no_grad()
@@ -158,14 +152,10 @@ class FloatNet(nn.Module):
         """``forward`` with the contract's rounding: after every conv
         ``clamp(floor(y*2^F + 1/2))`` (ReLU in between), and the pool rounded
         the same way. Equals the golden logits * 2^-F exactly (float64)."""
-        tensors = {INPUT: x.double()}
-        pieces: dict[str, list[torch.Tensor]] = {}
-        for l, (name, src, dst, relu) in zip(self.qnet.layers, self.specs):
-            if src not in tensors:
-                tensors[src] = torch.cat(pieces.pop(src), 1)
-            y = getattr(self, name)(tensors[src])
-            pieces.setdefault(dst, []).append(_quant(y, l.out_format, relu))
-        out = torch.cat(pieces.pop(self.out_tensor), 1)
+        def apply(l, src):
+            return _quant(getattr(self, _key(l.name))(src), l.out_format, l.relu)
+
+        out = run_graph(self.qnet.layers, x.double(), apply, lambda parts: torch.cat(parts, 1))[self.out_tensor]
         return _quant(torch.flatten(self.gap(out), 1), self.qnet.output_format, False)
 
 
@@ -190,11 +180,7 @@ def _fx(bits: int, frac: int, signed: bool = True, rnd_sat: bool = False) -> str
 
 
 def _gap_k(qnet: QNet) -> int:
-    n = qnet.layers[-1].out_size ** 2
-    k = n.bit_length() - 1
-    if 1 << k != n:
-        raise ValueError(f"global average pool over {n} pixels: not a power of two")
-    return k
+    return pixels_shift(qnet.layers[-1].out_size ** 2)
 
 
 def _cat_names(qnet: QNet) -> dict[str, list[str]]:
@@ -361,7 +347,7 @@ def _reference_stages(qnet: QNet, frames: np.ndarray) -> tuple[list[tuple[str, s
     out = t[qnet.cfg.output_tensor]
     sums = out.sum(axis=(1, 2))
     stages.append(("gap", "global average pool: (sum + 2^(k-1)) >> k",
-                   round_shift(sums, _gap_k(qnet))[:, None, None, :], qnet.output_format.frac))
+                   gap_shift(sums, qnet.layers[-1].out_size ** 2)[:, None, None, :], qnet.output_format.frac))
     return stages, sums
 
 
@@ -474,15 +460,15 @@ def _fps(fn, n: int, min_seconds: float = 0.5):
 
 
 def _our_csim(qnet: QNet, frames: np.ndarray, export_dir: str | Path | None, gold: np.ndarray):
-    """(fps or None, reason or None, agrees or None) of zynqflow.hls.csim.CSim."""
+    """(fps or None, reason or None, agrees or None) of zynqflow.sim.csim.CSim."""
     tmp = None
     try:
-        from zynqflow.hls.csim import CSim  # being written concurrently: import lazily
+        from zynqflow.sim.csim import CSim  # being written concurrently: import lazily
     except Exception as e:  # noqa: BLE001
-        return None, f"zynqflow.hls.csim unavailable: {type(e).__name__}: {e}", None
+        return None, f"zynqflow.sim.csim unavailable: {type(e).__name__}: {e}", None
     try:
         if export_dir is None:
-            from zynqflow.model.export import export
+            from zynqflow.export.exporter import export
             tmp = tempfile.mkdtemp(prefix="zq-export-")
             export_dir = Path(tmp) / "export"
             export(qnet, export_dir)
@@ -566,8 +552,8 @@ def compare(qnet: QNet, frames_hwc_uint8: np.ndarray, export_dir: str | Path | N
 # ---- CLI -------------------------------------------------------------------------
 def _random_qnet(name: str, seed: int = 0) -> QNet:
     """A calibrated random network with non-zero biases (so rounding is exercised)."""
-    from zynqflow.model.config import get_config
-    from zynqflow.model.golden import qnet_from_model
+    from zynqflow.spec.topology import get_config
+    from zynqflow.model.net import qnet_from_model
     from zynqflow.model.net import ZynqNet
 
     torch.manual_seed(seed)
@@ -624,7 +610,7 @@ def main(argv=None) -> int:
     a = p.parse_args(argv)
     if a.ckpt:
         from zynqflow.model.data import load_dataset
-        from zynqflow.model.export import load_checkpoint_qnet
+        from zynqflow.export.exporter import load_checkpoint_qnet
         qnet = load_checkpoint_qnet(a.ckpt)
         ds = load_dataset(qnet.dataset or "synthetic", a.data_dir, size=qnet.cfg.input_size)
         frames = ds.test.subset(a.frames).hwc()

@@ -42,13 +42,13 @@ def main(argv=None) -> int:
     p.add_argument("--stream-frames", type=int, default=16, help="test images streamed by the host driver")
     a = p.parse_args(argv)
 
-    from .config import get_config
-    from .data import load_dataset
-    from .export import export, load_checkpoint_qnet
-    from .golden import golden_logits
-    from .net import ZynqNet
-    from .report import format_table, write_report
-    from .train import TrainConfig, float_accuracy, run
+    from zynqflow.export.exporter import export, load_checkpoint_qnet
+    from zynqflow.model.data import load_dataset
+    from zynqflow.model.net import ZynqNet
+    from zynqflow.model.report import format_table, write_report
+    from zynqflow.model.train import TrainConfig, float_accuracy, run
+    from zynqflow.spec.golden import golden_logits
+    from zynqflow.spec.topology import get_config
 
     t_start = time.time()
     step(1, f"short QAT training of {NET} on {DATASET} ({a.train_images} images, 1+1 epochs)")
@@ -81,7 +81,7 @@ def main(argv=None) -> int:
     gold_top1 = float((gold.argmax(1) == test.labels).mean())
     rows = [("float (BN folded)", n, float_top1, "-"), ("fixed point, golden", n, gold_top1, "-")]
     try:
-        from zynqflow.hls.csim import CSim
+        from zynqflow.sim.csim import CSim
         k = min(a.frames, n)
         t0 = time.time()
         cs = CSim(export_dir).run(test.hwc()[:k])
@@ -102,7 +102,7 @@ def main(argv=None) -> int:
           "(cycle model, not a measurement)")
 
     step(4, f"RTL twin (cocotb + Verilator), {a.rtl_frames} test images")
-    from zynqflow.sim.rtl_perf import measure
+    from zynqflow.bench.rtl_perf import measure
     os.environ.setdefault("COCOTB_LOG_LEVEL", "WARNING")  # keep the demo's output readable
     perf = measure(export_dir, frames=a.rtl_frames, data=DATASET)
     print(f"cycles/frame {perf['cycles_per_frame']}, MAC units {perf['mac_units']}, utilization "

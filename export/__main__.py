@@ -1,0 +1,5 @@
+import sys
+
+from .exporter import main
+
+sys.exit(main())
