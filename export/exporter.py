@@ -1,22 +1,23 @@
-"""Exporter: trained checkpoint -> fixed-point integers -> HLS headers, RTL
-``.mem`` ROM images, a host manifest and C-sim test vectors.
+"""Exporter: trained checkpoint -> fixed-point integers -> the files the HLS
+engine, the RTL twin and the host read.
 
-    python -m zynqflow.export.exporter --ckpt build/zynqnet-mini/fashion-mnist/checkpoint.pt
+    python -m zynqflow.export --ckpt build/zynqnet-mini/fashion-mnist/checkpoint.pt [--n-pe 16 --n-ci 8]
 
-Output directory (default ``build/<net>/export/``):
+Output directory (default ``build/<net>/export/``), all written from one
+hardware plan (:mod:`zynqflow.export.plan`):
 
-``net_params.h``      constants, layer table and ROMs for the HLS templates
-``weights.mem``       one line per weight word (N_PE x N_CI lanes), ``$readmemh``
-``biases.mem``        one line per bias word (N_PE lanes of 32 bits)
-``layers.mem``        one line per hardware layer (see ``LAYER_FIELDS``)
-``manifest.json``     what the host needs: name, network ID, formats, classes
+``net_params.h``      the HLS engine's network: constants and the typed layer table
+``rtl_params.svh``    the RTL twin's parameters: the same constants and the packed layer table
+``weights.bin``       the weight image the host loads into DDR (header + words, spec.engine)
+``manifest.json``     what the host needs: name, network ID, formats, classes, engine
+                      build, memory sizes, per-layer plan and cycle figures
 ``integers.npz``      every integer, for the golden model
-``vectors_in.bin`` / ``vectors_out.bin``  N test frames (uint8 HWC) and
-                      their expected logits (int32 little endian)
+``vectors_in.bin`` / ``vectors_out.bin``  N test frames (uint8 HWC) and their
+                      expected logits (int32 little endian)
 
 Nothing is written unless every check passes: the design rules, the
-accumulator overflow proof, the bias range, and the engine's buffer and
-channel-alignment constraints. Files are staged in a temporary directory and
+accumulator overflow proof, the bias range, and the plan's memory limits
+(each failure names the layer). Files are staged in a temporary directory and
 moved into place at the end.
 """
 
@@ -27,110 +28,29 @@ import json
 import shutil
 import sys
 import tempfile
-from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
 
-from zynqflow.spec.engine import LAYER_FIELDS, SIGNED_FIELDS  # noqa: F401
+from zynqflow.spec import engine as E
 from zynqflow.spec.golden import golden_logits
 from zynqflow.spec.numerics import ACC_BITS, acc_bound, acc_fits
 from zynqflow.spec.qnet import QNet
-from zynqflow.spec.topology import INPUT, DesignRuleError, check_rules
+from zynqflow.spec.topology import DesignRuleError, check_rules
 
-FORMAT_VERSION = 1
-IM2COL_BUF = 0   # physical buffer holding the (im2col'ed) input frame
-GAP_BUF = 15     # "destination" of the final conv: the global-average accumulators
+from .plan import EngineParams, ExportError, HwPlan, plan_hardware
 
-
-class ExportError(ValueError):
-    """The checkpoint cannot be exported; names the layer (or file) and why."""
-
-    def __init__(self, where: str, reason: str):
-        self.where, self.reason = where, reason
-        super().__init__(f"{where}: {reason}")
-
-
-@dataclass(frozen=True)
-class EngineParams:
-    """Build parameters of the engine the ROMs are laid out for."""
-
-    n_pe: int = 16   # output channels computed in parallel
-    n_ci: int = 8    # input channels (reduction lanes) per output channel
-
-    def check(self) -> None:
-        for v, n in ((self.n_pe, "n_pe"), (self.n_ci, "n_ci")):
-            if v < 1 or v & (v - 1):
-                raise ExportError("engine", f"{n}={v} must be a power of two")
-
-
-
-
-@dataclass
-class HwLayer:
-    """One row of the engine's layer table."""
-
-    name: str
-    in_size: int
-    out_size: int
-    k: int
-    stride: int
-    ci_chunks: int
-    co_groups: int
-    cout: int
-    relu: int
-    shift: int
-    src_buf: int
-    dst_buf: int
-    dst_word_off: int
-    dst_words: int
-    w_base: int
-    b_base: int
-    is_last: int
-    out_lo: int
-    out_hi: int
-
-    def fields(self) -> list[int]:
-        return [int(getattr(self, f)) for f in LAYER_FIELDS]
-
-    def cycles(self) -> int:
-        """MAC-array cycles: groups x output pixels x taps x channel chunks."""
-        return self.co_groups * self.out_size ** 2 * self.k ** 2 * self.ci_chunks
-
-
-@dataclass
-class HwPlan:
-    """Everything the engine needs: layer table, ROM images, buffer sizes."""
-
-    engine: EngineParams
-    layers: list[HwLayer]
-    weights: np.ndarray      # int64 [W_WORDS, N_PE, N_CI]
-    biases: np.ndarray       # int64 [B_WORDS, N_PE]
-    buf_words: list[int]     # words (of N_CI channels) per physical buffer; [0] is the input
-    im2col: bool             # the first layer reads an im2col'ed input frame
-    im2col_channels: int     # channels per pixel of that frame (k*k*Cin, or Cin)
-    in_words: int            # words per pixel of the input buffer
-    gap_channels: int
-    gap_shift: int
-
-    @property
-    def total_cycles(self) -> int:
-        return sum(l.cycles() for l in self.layers)
-
-
-def _ceil(a: int, b: int) -> int:
-    return -(-a // b)
+FORMAT_VERSION = 2
 
 
 # ---------------------------------------------------------------------------
-def verify(qnet: QNet, engine: EngineParams) -> None:
-    """Every check the exporter makes; raises :class:`ExportError`."""
+def verify(qnet: QNet) -> None:
+    """The numeric checks of docs/fixed-point.md; raises :class:`ExportError` naming the layer."""
     cfg = qnet.cfg
     try:
         check_rules(cfg)
     except DesignRuleError as e:
         raise ExportError(f"layer '{e.layer}'", e.rule) from e
-    engine.check()
     shapes = cfg.tensor_shapes()
     if [l.name for l in qnet.layers] != [s.name for s in cfg.conv_layers]:
         raise ExportError(cfg.name, "integer layers do not match the topology's conv layers")
@@ -168,205 +88,127 @@ def verify(qnet: QNet, engine: EngineParams) -> None:
             raise ExportError(f"tensor '{t}'", f"concatenated branches have different formats {sorted(map(str, fmts))}")
 
 
-def plan_hardware(qnet: QNet, engine: EngineParams) -> HwPlan:
-    """Lay the network out for the engine: im2col the stem, assign tensors to
-    physical buffers, and build the weight and bias ROM images."""
-    cfg, P, C = qnet.cfg, engine.n_pe, engine.n_ci
-    layers = qnet.layers
-    first = layers[0]
-    # Stem: a k x k conv on an input of fewer than N_CI channels wastes lanes,
-    # so the input loader writes the im2col of the frame (k*k*Cin channels per
-    # output pixel) and the stem runs as a 1x1 stride-1 conv on it.
-    im2col = first.src == INPUT and first.k > 1 and cfg.in_channels < C
-    for l in layers:
-        if l.src == INPUT and l is not first:
-            raise ExportError(f"layer '{l.name}'", "only the first layer may read the input frame")
-    # physical buffers: greedy interval colouring over tensor lifetimes
-    order = [l.dst for l in layers]
-    last_read = {}
-    for i, l in enumerate(layers):
-        last_read[l.src] = i
-    first_write = {}
-    for i, l in enumerate(layers):
-        first_write.setdefault(l.dst, i)
-    shapes = cfg.tensor_shapes()
-    out_t = cfg.output_tensor
-    buf_of: dict[str, int] = {INPUT: IM2COL_BUF}
-    buf_free_after: dict[int, int] = {}
-    buf_words: list[int] = [0]
-    for t in dict.fromkeys(order):
-        if t == out_t:
-            buf_of[t] = GAP_BUF
-            continue
-        start = first_write[t]
-        for b, free_at in sorted(buf_free_after.items()):
-            if free_at < start:
-                break
-        else:
-            b = len(buf_words)
-            buf_words.append(0)
-            if b >= GAP_BUF:
-                raise ExportError(f"tensor '{t}'", f"needs more than {GAP_BUF - 1} activation buffers")
-        buf_of[t] = b
-        size, ch = shapes[t]
-        buf_words[b] = max(buf_words[b], size * size * _ceil(ch, C))
-        buf_free_after[b] = last_read.get(t, len(layers))
-    in_size, in_ch = shapes[INPUT]
-    if im2col:
-        im_ch = first.k * first.k * in_ch
-        in_words = _ceil(im_ch, C)
-        buf_words[IM2COL_BUF] = first.out_size ** 2 * in_words
-    else:
-        im_ch = in_ch
-        in_words = _ceil(in_ch, C)
-        buf_words[IM2COL_BUF] = in_size * in_size * in_words
-
-    hw, wwords, bwords = [], [], []
-    for l in layers:
-        where = f"layer '{l.name}'"
-        is_last = l.dst == out_t
-        if not is_last and (l.dst_offset % C or (l.dst_offset + l.cout < l.dst_channels and l.cout % C)):
-            raise ExportError(where, f"concatenation offset {l.dst_offset} / width {l.cout} not a multiple of "
-                                     f"N_CI={C}: the engine writes whole channel words")
-        w = l.w
-        k, stride, in_sz, cin = l.k, l.stride, l.in_size, l.cin
-        if l is first and im2col:
-            w = w.reshape(l.cout, 1, 1, l.k * l.k * l.cin)
-            k, stride, in_sz, cin = 1, 1, l.out_size, l.k * l.k * l.cin
-        groups, chunks = _ceil(l.cout, P), _ceil(cin, C)
-        wp = np.zeros((groups * P, k, k, chunks * C), np.int64)
-        wp[: l.cout, :, :, :cin] = w
-        # word (g, t, c) = [pe][ci] = w[g*P + pe, ky, kx, c*C + ci]
-        words = wp.reshape(groups, P, k * k, chunks, C).transpose(0, 2, 3, 1, 4).reshape(-1, P, C)
-        bp = np.zeros(groups * P, np.int64)
-        bp[: l.cout] = l.b
-        w_base = sum(len(x) for x in wwords)
-        b_base = sum(len(x) for x in bwords)
-        wwords.append(words)
-        bwords.append(bp.reshape(groups, P))
-        hw.append(HwLayer(
-            name=l.name, in_size=in_sz, out_size=l.out_size, k=k, stride=stride, ci_chunks=chunks,
-            co_groups=groups, cout=l.cout, relu=int(l.relu), shift=l.shift,
-            src_buf=buf_of[l.src], dst_buf=buf_of[l.dst], dst_word_off=0 if is_last else l.dst_offset // C,
-            dst_words=_ceil(l.dst_channels, C), w_base=w_base, b_base=b_base, is_last=int(is_last),
-            out_lo=l.out_format.lo, out_hi=l.out_format.hi))
-        if is_last:
-            hw[-1].dst_word_off = l.dst_offset  # channel offset into the GAP accumulators
-    out_size, out_ch = shapes[out_t]
-    return HwPlan(engine, hw, np.concatenate(wwords), np.concatenate(bwords), buf_words, im2col, im_ch,
-                  in_words, out_ch, (out_size * out_size).bit_length() - 1)
-
-
-# ---- writers ---------------------------------------------------------------
-def _hex_word(values: np.ndarray, bits: int) -> str:
-    """Pack lanes (lane 0 in the least significant bits) into one hex line."""
-    mask = (1 << bits) - 1
-    word = 0
-    for i, v in enumerate(np.asarray(values).ravel().tolist()):
-        word |= (int(v) & mask) << (i * bits)
-    digits = _ceil(bits * np.asarray(values).size, 4)
-    return f"{word:0{digits}x}"
-
-
-def write_mem(plan: HwPlan, out: Path, w_bits: int) -> None:
-    (out / "weights.mem").write_text("".join(_hex_word(wd, w_bits) + "\n" for wd in plan.weights))
-    (out / "biases.mem").write_text("".join(_hex_word(bd, 32) + "\n" for bd in plan.biases))
-    (out / "layers.mem").write_text("".join(_hex_word(np.array(l.fields()), 16) + "\n" for l in plan.layers))
-
-
-def _c_array(name: str, ctype: str, arr: np.ndarray, per_line: int = 32) -> str:
-    dims = "".join(f"[{d}]" for d in arr.shape)
-    flat = arr.ravel().tolist()
-    body = ",\n".join("  " + ", ".join(str(int(v)) for v in flat[i:i + per_line])
-                      for i in range(0, len(flat), per_line))
-    return f"static const {ctype} {name}{dims} = {{\n{body}\n}};\n"
-
-
-def write_hls_header(qnet: QNet, plan: HwPlan, out: Path, net_id: int) -> None:
-    cfg, e = qnet.cfg, plan.engine
-    w_ctype = "signed char" if cfg.weight_bits <= 8 else "short"
-    rows = ",\n".join("  {" + ", ".join(str(v) for v in l.fields()) + "}  /* " + l.name + " */"
-                      for l in plan.layers)
-    max_cycles_layer = max(l.cycles() for l in plan.layers)
-    consts = dict(
-        NET_ID=f"0x{net_id:08x}u", N_PE=e.n_pe, N_CI=e.n_ci, N_LAYERS=len(plan.layers),
-        IN_SIZE=cfg.input_size, IN_CH=cfg.in_channels, IN_BYTES=cfg.input_size ** 2 * cfg.in_channels,
-        IM2COL=int(plan.im2col), IM2COL_K=qnet.layers[0].k if plan.im2col else 1,
-        IM2COL_STRIDE=qnet.layers[0].stride if plan.im2col else 1,
-        IM2COL_OUT=qnet.layers[0].out_size if plan.im2col else cfg.input_size,
-        IM2COL_CH=plan.im2col_channels, IN_WORDS=plan.in_words,
-        N_CLASSES=cfg.num_classes, GAP_CH=plan.gap_channels, GAP_SHIFT=plan.gap_shift,
-        OUT_BITS=qnet.output_format.bits, W_BITS=cfg.weight_bits, A_BITS=cfg.act_bits,
-        W_WORDS=len(plan.weights), B_WORDS=len(plan.biases), N_BUFS=len(plan.buf_words),
-        MAX_SIZE=max(max(l.in_size, l.out_size) for l in plan.layers),
-        MAX_CYCLES_LAYER=max_cycles_layer, TOTAL_CYCLES=plan.total_cycles,
-        MAX_GROUPS=max(l.co_groups for l in plan.layers), MAX_CHUNKS=max(l.ci_chunks for l in plan.layers),
-    )
-    lines = [
-        "// Generated by zynqflow.export.exporter -- do not edit.",
-        f"// Network {cfg.name} ({qnet.dataset}), ID 0x{net_id:08x}, engine N_PE={e.n_pe} N_CI={e.n_ci}.",
-        "#ifndef ZQ_NET_PARAMS_H", "#define ZQ_NET_PARAMS_H", "", "namespace zq_net {", "",
-    ]
-    for k, v in consts.items():
-        ty = "unsigned" if k == "NET_ID" else "int"
-        lines.append(f"constexpr {ty} {k} = {v};")
-    for i, w in enumerate(plan.buf_words):
-        lines.append(f"constexpr int BUF{i}_WORDS = {max(w, 1)};")
-    lines += ["", "// Layer table: one row per layer, fields as zq::LayerDesc (hls/engine.h).",
-              f"// Fields: {', '.join(LAYER_FIELDS)}",
-              f"constexpr int LAYERS[N_LAYERS][{len(LAYER_FIELDS)}] = {{", rows, "};", ""]
-    lines.append(f"// Weight ROM: word (layer, group, tap, chunk) x [N_PE][N_CI], signed {cfg.weight_bits}-bit.")
-    lines.append(_c_array("WEIGHTS", w_ctype, plan.weights))
-    lines.append("// Bias ROM: word (layer, group) x [N_PE], int32 at F_in + F_w.")
-    lines.append(_c_array("BIASES", "int", plan.biases))
-    lines += ["} // namespace zq_net", "", "#endif"]
-    (out / "net_params.h").write_text("\n".join(lines) + "\n")
-
-
-def manifest(qnet: QNet, plan: HwPlan, net_id: int, n_vectors: int) -> dict:
-    cfg = qnet.cfg
-    h, w, c = qnet.input_shape
+# ---- the engine constants, shared by both writers ----------------------------------
+def build_constants(plan: HwPlan) -> dict[str, int]:
+    """Every per-network constant of an engine build, by name (net_params.h and
+    rtl_params.svh carry exactly these)."""
+    cfg, e, st = plan.cfg, plan.engine, plan.stem
     return dict(
-        format_version=FORMAT_VERSION, network=cfg.name, network_id=f"0x{net_id:08x}",
-        network_id_int=net_id, dataset=qnet.dataset,
+        N_PE=e.n_pe, N_CI=e.n_ci, N_LAYERS=plan.n_layers, ACT_ROWS=plan.act_rows,
+        WR_W=plan.wring_words.bit_length() - 1, WBUF_DEPTH=plan.wbuf_depth, WEIGHT_CACHE=int(plan.weight_cache),
+        IMAGE_WORDS=plan.image_words, HEADER_BYTES=plan.header_bytes, IMAGE_BYTES=plan.image_bytes,
+        SCRATCH_BYTES=plan.scratch_bytes,
+        IN_SIZE=st["in_size"], IN_CH=st["in_ch"], IN_BYTES=st["in_bytes"], STEM_IM2COL=st["im2col"],
+        STEM_K=st["k"], STEM_S=st["s"], STEM_SIZE=st["size"], IN_WORDS=st["in_words"], RAW_RR=st["raw_rows"],
+        N_CLASSES=cfg.num_classes, GAP_ROWS=plan.gap["rows"], GAP_SHIFT=plan.gap["shift"],
+        OUT_BITS=cfg.out_bits, W_BITS=cfg.weight_bits, A_BITS=cfg.act_bits,
+        NET_ID=plan.net_id, BUILD_PARAMS=E.build_params(e.n_pe, e.n_ci, cfg.weight_bits, cfg.act_bits),
+        ENGINE_INFO_HLS=E.engine_info(False, plan.weight_cache, plan.ddr_tensors),
+        ENGINE_INFO=E.engine_info(True, plan.weight_cache, plan.ddr_tensors),
+    )
+
+
+def write_hls_header(qnet: QNet, plan: HwPlan, out: Path) -> None:
+    """net_params.h: the constants and a typed layer table (zq_spec::LayerRow)."""
+    k = build_constants(plan)
+    lines = [f"// Generated by zynqflow.export from {qnet.name} ({qnet.dataset or 'no dataset'}) -- do not edit.",
+             f"// Network ID 0x{plan.net_id:08x}; engine N_PE={plan.engine.n_pe} N_CI={plan.engine.n_ci}; "
+             f"spec version {E.SPEC_VERSION}.", "#ifndef ZQ_NET_PARAMS_H", "#define ZQ_NET_PARAMS_H", "",
+             '#include "zq_spec.h"', "", "namespace zq_net {", ""]
+    for name, v in k.items():
+        if name == "ENGINE_INFO":
+            continue
+        ty = "unsigned" if name in ("NET_ID", "BUILD_PARAMS", "ENGINE_INFO_HLS", "IMAGE_BYTES", "SCRATCH_BYTES") else "int"
+        lit = f"0x{v:08x}u" if ty == "unsigned" else str(v)
+        lines.append(f"constexpr {ty} {name} = {lit};")
+    lines += ["", "// The layer table: one row per layer (fields of spec.engine.ROW).",
+              "constexpr zq_spec::LayerRow LAYERS[N_LAYERS] = {"]
+    for l in plan.layers:
+        vals = ", ".join(str(int(l.row[f.name])) for f in E.ROW)
+        lines.append(f"    {{{vals}}},  // {l.name}")
+    lines += ["};", "", "}  // namespace zq_net", "", "#endif", ""]
+    (out / "net_params.h").write_text("\n".join(lines))
+
+
+def rtl_params_text(qnet: QNet, plan: HwPlan) -> str:
+    """rtl_params.svh: ZQ_<NAME> macros for zq_top's parameters and the packed layer table."""
+    k = build_constants(plan)
+    lines = [f"// Generated by zynqflow.export from {qnet.name} -- do not edit.",
+             f"// Network ID 0x{plan.net_id:08x}; engine N_PE={plan.engine.n_pe} N_CI={plan.engine.n_ci}.",
+             "`ifndef ZQ_RTL_PARAMS_SVH", "`define ZQ_RTL_PARAMS_SVH"]
+    for name, v in k.items():
+        if name == "ENGINE_INFO_HLS":
+            continue
+        hexed = name in ("NET_ID", "BUILD_PARAMS", "ENGINE_INFO", "IMAGE_BYTES", "SCRATCH_BYTES")
+        lines.append(f"`define ZQ_{name} " + (f"32'h{v:08x}" if hexed else str(v)))
+    packed = 0
+    for i, r in enumerate(plan.rows):
+        packed |= r << (i * E.ROW_BITS)
+    width = E.ROW_BITS * plan.n_layers
+    lines.append(f"// layer table: row i at bits [{E.ROW_BITS}*i +: {E.ROW_BITS}] (spec.engine.ROW)")
+    lines.append(f"`define ZQ_LAYER_TABLE {width}'h{packed:0{-(-width // 4)}x}")
+    lines += ["`endif", ""]
+    return "\n".join(lines)
+
+
+def manifest(qnet: QNet, plan: HwPlan, n_vectors: int) -> dict:
+    cfg, e = qnet.cfg, plan.engine
+    h, w, c = qnet.input_shape
+    k = build_constants(plan)
+    from zynqflow.spec.cycles import predict
+    pred = predict(plan)
+    return dict(
+        format_version=FORMAT_VERSION, spec_version=E.SPEC_VERSION, network=cfg.name,
+        network_id=f"0x{plan.net_id:08x}", network_id_int=plan.net_id, dataset=qnet.dataset,
         input=dict(shape=[h, w, c], layout="HWC", channels=c, dtype="uint8",
                    format=qnet.input_format.to_dict(), color="gray" if c == 1 else "rgb",
-                   bytes_per_frame=h * w * c, pixels_per_beat=4),
+                   bytes_per_frame=h * w * c, pixels_per_beat=E.PIXELS_PER_BEAT),
         output=dict(classes=cfg.num_classes, format=qnet.output_format.to_dict(),
                     dtype=f"int{qnet.output_format.bits}", values_per_beat=1),
         class_names=list(qnet.class_names) or [f"class{i}" for i in range(cfg.num_classes)],
-        engine=asdict(plan.engine),
-        layers=[dict(name=l.name, src=l.src, dst=l.dst, k=l.k, stride=l.stride, cin=l.cin, cout=l.cout,
-                     in_size=l.in_size, out_size=l.out_size, relu=l.relu, dst_offset=l.dst_offset,
-                     in_format=l.in_format.to_dict(), weight_format=l.w_format.to_dict(),
-                     bias_frac=l.in_format.frac + l.w_frac, shift=l.shift, out_format=l.out_format.to_dict(),
-                     hw_cycles=hl.cycles())
-                for l, hl in zip(qnet.layers, plan.layers)],
-        cycles_mac_array=plan.total_cycles,
-        buffers_words=plan.buf_words,
+        engine=dict(n_pe=e.n_pe, n_ci=e.n_ci, mac_units=e.n_pe * e.n_ci, dsp48e1=e.n_pe * e.n_ci // 2,
+                    build_params=k["BUILD_PARAMS"], engine_info_hls=k["ENGINE_INFO_HLS"],
+                    engine_info_rtl=k["ENGINE_INFO"], act_rows=plan.act_rows, act_bytes=plan.act_bytes(),
+                    wring_words=plan.wring_words, wbuf_depth=plan.wbuf_depth, weight_cache=plan.weight_cache,
+                    word_bytes=e.word_bytes),
+        memory=dict(weight_image_bytes=plan.image_bytes, weight_words=plan.image_words,
+                    header_bytes=plan.header_bytes, scratch_bytes=plan.scratch_bytes,
+                    ddr_tensors={t.name: dict(offset=t.ddr_off, channels=t.channels, size=t.size)
+                                 for t in plan.tensors.values() if t.place == "ddr"},
+                    address_align=E.ADDR_ALIGN, ddr_window_bytes=E.DDR_WINDOW_BYTES),
+        layers=[dict(name=l.name, src=l.src, dst=l.dst, k=ql.k, stride=ql.stride, cin=ql.cin, cout=ql.cout,
+                     in_size=ql.in_size, out_size=ql.out_size, relu=ql.relu, dst_offset=ql.dst_offset,
+                     in_format=ql.in_format.to_dict(), weight_format=ql.w_format.to_dict(),
+                     bias_frac=ql.in_format.frac + ql.w_frac, shift=ql.shift, out_format=ql.out_format.to_dict(),
+                     src_kind={0: "stem", 1: "act", 2: "ddr"}[l.src_kind],
+                     dst_kind={0: "act", 1: "ddr", 2: "gap"}[l.dst_kind], bands=l.n_bands, ring_rows=l.ring_rows,
+                     weight_words=l.weight_words, resident=l.resident, macs=l.macs, mac_cycles=l.mac_cycles,
+                     cycles_model=pl["cycles"])
+                for l, ql, pl in zip(plan.layers, qnet.layers, pred["layers"])],
+        macs_per_frame=plan.macs,
+        cycles_mac_array=plan.mac_cycles,
+        cycles_model=dict(pred["frame"], label="cycle model of the RTL twin (spec.cycles), not a measurement"),
         test_vectors=n_vectors,
-        files=dict(hls_header="net_params.h", weights_mem="weights.mem", biases_mem="biases.mem",
-                   layers_mem="layers.mem", integers="integers.npz", vectors_in="vectors_in.bin",
-                   vectors_out="vectors_out.bin"),
+        files=dict(hls_header="net_params.h", rtl_params="rtl_params.svh", weights="weights.bin",
+                   integers="integers.npz", vectors_in="vectors_in.bin", vectors_out="vectors_out.bin"),
     )
 
 
 def export(qnet: QNet, out_dir: Path, frames_hwc: np.ndarray | None = None,
            engine: EngineParams = EngineParams()) -> dict:
-    """Check, then write every export file into ``out_dir`` atomically.
-    Returns the manifest."""
-    verify(qnet, engine)
+    """Check, plan, then write every export file into ``out_dir`` atomically. Returns the manifest."""
+    verify(qnet)
     plan = plan_hardware(qnet, engine)
-    net_id = qnet.network_id()
     frames = np.zeros((0,) + qnet.input_shape, np.uint8) if frames_hwc is None else np.asarray(frames_hwc, np.uint8)
     logits = golden_logits(qnet, frames) if len(frames) else np.zeros((0, qnet.num_classes), np.int64)
-    man = manifest(qnet, plan, net_id, len(frames))
+    man = manifest(qnet, plan, len(frames))
     out_dir = Path(out_dir)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     stage = Path(tempfile.mkdtemp(prefix=".export-", dir=out_dir.parent))
     try:
-        write_hls_header(qnet, plan, stage, net_id)
-        write_mem(plan, stage, qnet.cfg.weight_bits)
+        write_hls_header(qnet, plan, stage)
+        (stage / "rtl_params.svh").write_text(rtl_params_text(qnet, plan))
+        (stage / "weights.bin").write_bytes(plan.weight_image)
         qnet.save_npz(stage / "integers.npz")
         frames.tofile(stage / "vectors_in.bin")
         logits.astype("<i4").tofile(stage / "vectors_out.bin")
@@ -410,27 +252,33 @@ def load_checkpoint_qnet(ckpt: str | Path) -> QNet:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    d = EngineParams()
     p.add_argument("--ckpt", required=True, help="checkpoint.pt from make train")
     p.add_argument("--out", default=None, help="output directory (default build/<net>/export)")
     p.add_argument("--vectors", type=int, default=16, help="test frames to write (from the test set)")
     p.add_argument("--data-dir", default=None)
-    p.add_argument("--n-pe", type=int, default=EngineParams.n_pe)
-    p.add_argument("--n-ci", type=int, default=EngineParams.n_ci)
+    p.add_argument("--n-pe", type=int, default=d.n_pe)
+    p.add_argument("--n-ci", type=int, default=d.n_ci)
+    p.add_argument("--act-kb", type=int, default=d.act_kb, help="on-chip activation RAM budget (KiB)")
+    p.add_argument("--wcache-kb", type=int, default=d.wcache_kb, help="largest weight image kept on chip (KiB)")
     a = p.parse_args(argv)
     try:
         qnet = load_checkpoint_qnet(a.ckpt)
         frames = None
         if a.vectors:
-            from .data import load_dataset
+            from zynqflow.model.data import load_dataset
             ds = load_dataset(qnet.dataset or "synthetic", a.data_dir, size=qnet.cfg.input_size)
             frames = ds.test.subset(a.vectors).hwc()
         out = Path(a.out or f"build/{qnet.name}/export")
-        man = export(qnet, out, frames, EngineParams(a.n_pe, a.n_ci))
+        engine = EngineParams(a.n_pe, a.n_ci, act_kb=a.act_kb, wcache_kb=a.wcache_kb)
+        man = export(qnet, out, frames, engine)
     except (ExportError, ValueError, OSError) as e:
         print(f"export failed, nothing written: {e}", file=sys.stderr)
         return 2
-    print(f"exported {man['network']} (ID {man['network_id']}, {len(man['layers'])} layers, "
-          f"{man['cycles_mac_array']} MAC-array cycles/frame at N_PE={a.n_pe} N_CI={a.n_ci}) -> {out}")
+    cm = man["cycles_model"]
+    print(f"exported {man['network']} (ID {man['network_id']}, {len(man['layers'])} layers, N_PE={a.n_pe} "
+          f"N_CI={a.n_ci}: {man['cycles_mac_array']} MAC-array cycles, {cm['cycles']} cycles/frame modelled, "
+          f"weight image {man['memory']['weight_image_bytes']} B, scratch {man['memory']['scratch_bytes']} B) -> {out}")
     return 0
 
 

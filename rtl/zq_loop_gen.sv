@@ -1,191 +1,285 @@
-// zq_loop_gen: the loop nest of one layer, one MAC-array step per cycle.
+// zq_loop_gen: one layer's loop nest, one MAC step per cycle when data is ready.
 //
-//   for g in co_groups: for oy, ox in out_size^2: for ky, kx in k*k: for c in ci_chunks
+//   for band:  [ring-fed layers: wait until the ring holds the band's last input row]
+//     for g:   [wait until the weight ring holds block g; issue its bias step]
+//       for oy in band, ox, ky, kx, c:   one MAC step
+//       [streamed weights: release block g]
+//     [ring-fed: release the input rows the next band no longer needs]
+//   [resident weights: release the layer's blocks]
 //
-// All addresses are kept incrementally (adders only, no multipliers):
-//   input word  = (iy*in_size + ix)*ci_chunks + c,  iy = oy*stride + ky - k/2,
-//                 ix = ox*stride + kx - k/2 (flagged out of bounds -> zero)
-//   weight word = w_base + (g*k*k + ky*k + kx)*ci_chunks + c
-//   bias word   = b_base + g
-//   output word = (oy*out_size + ox)*dst_words + dst_word_off + g*N_PE/N_CI
-//   GAP channel = dst_word_off + g*N_PE   (is_last layers)
-// in_size must be a power of two (design rule), stride 1 or 2, k 1 or 3.
-//
-// `start` latches the layer fields; steps are issued from the next cycle on,
-// one per cycle, as registered outputs (step_*). `busy` falls with the last.
+// Addresses use counters, shifts and masks only (every map size is a power of two):
+//   input  iy = oy*s + ky - k/2, ix = ox*s + kx - k/2 (outside the map: a zero word);
+//          bank = c % WPG, row = src_base + ((c / WPG) << (lg_rows + lg_in))
+//                                 + ((iy mod 2^lg_rows) << lg_in) + ix
+//   weight ring word = (w_off + g*w_blk + 1 + (ky*k + kx)*ci_chunks + c) mod 2^WR_W
+//          (the bias step reads word w_off + g*w_blk)
+// Step outputs are registered (stage S0); the address path has three stages
+// (L1 taps and bounds, L2 partial sums, S0 the row), so the counters run three
+// cycles ahead of S0. Outputs for the write-back travel with each step:
+// the group, the output pixel (oy << lg_out | ox), and flags.
 `default_nettype none
 
 module zq_loop_gen #(
-    parameter N_PE    = 16,
-    parameter N_CI    = 8,
-    parameter ADDR_W  = 12,   // activation word address width
-    parameter WADDR_W = 11,   // weight ROM address width
-    parameter BADDR_W = 6,    // bias ROM address width
-    parameter NCH_W   = $clog2(N_PE + 1)
+    parameter N_PE   = 16,
+    parameter WPG    = 2,       // N_PE / N_CI
+    parameter ROW_W  = 12,      // activation-RAM row bits
+    parameter WR_W   = 9,       // weight-ring word address bits (ring of 2^WR_W words)
+    parameter BANK_W = (WPG > 1) ? $clog2(WPG) : 1,
+    parameter NV_W   = $clog2(N_PE + 1)
 ) (
     input  wire               clk,
     input  wire               rst,
-    input  wire               start,
-    input  wire [15:0]        in_size,
-    input  wire [15:0]        out_size,
-    input  wire [15:0]        k,
-    input  wire [15:0]        stride,
-    input  wire [15:0]        ci_chunks,
-    input  wire [15:0]        co_groups,
-    input  wire [15:0]        cout,
-    input  wire [15:0]        dst_word_off,
-    input  wire [15:0]        dst_words,
-    input  wire [15:0]        w_base,
-    input  wire [15:0]        b_base,
-
-    output logic              busy,
-    output logic              step_valid,
-    output logic              step_first,   // first step of an output pixel
-    output logic              step_last,    // last step of an output pixel
-    output logic              step_inb,     // input tap inside the map
-    output logic [ADDR_W-1:0] step_addr,
-    output logic [WADDR_W-1:0] step_waddr,
-    output logic [BADDR_W-1:0] step_baddr,
-    output logic [ADDR_W-1:0] step_oaddr,   // destination word of PE 0 (with step_last)
-    output logic [NCH_W-1:0]  step_nch,     // channels present in this group
-    output logic [15:0]       step_gbase    // GAP channel of PE 0
+    input  wire               start,        // layer constants below are valid from here on
+    input  wire               abort,
+    output logic              busy,         // counters running (until the last step is issued)
+    // layer constants
+    input  wire [4:0]         lg_in,
+    input  wire [4:0]         lg_out,
+    input  wire               k3,
+    input  wire               s2,
+    input  wire [9:0]         ci_chunks,
+    input  wire [9:0]         co_groups,
+    input  wire [5:0]         co_last,
+    input  wire [4:0]         lg_band,
+    input  wire               ring_fed,     // SRC_STEM or SRC_DDR
+    input  wire [ROW_W-1:0]   src_base,
+    input  wire [4:0]         src_lg_rows,
+    input  wire [10:0]        in_rows,      // input rows of the layer's source (H)
+    input  wire [23:0]        w_off,
+    input  wire [11:0]        w_blk,
+    input  wire               w_res,
+    // flow control
+    input  wire [10:0]        rows_avail,   // input rows in the ring (ring-fed layers)
+    output logic [10:0]       rows_release, // input rows the ring may overwrite
+    input  wire [23:0]        w_loaded,     // weight-image words in the ring
+    output logic [23:0]       w_release,    // weight-image words the ring may overwrite
+    input  wire               out_full,     // the output path cannot take more results
+    output logic              stall_mem,    // a cycle without a step, waiting for memory
+    // step (S0)
+    output logic              s_valid,      // a MAC step
+    output logic              s_bias,       // the bias step of a block
+    output logic              s_first,      // first step of a pixel
+    output logic              s_last,       // last step of a pixel
+    output logic              s_blk_last,   // last step of the block's last pixel
+    output logic [BANK_W-1:0] s_bank,
+    output logic [ROW_W-1:0]  s_row,
+    output logic              s_zero,       // the tap is outside the map
+    output logic [WR_W-1:0]   s_waddr,
+    output logic [9:0]        s_g,
+    output logic [19:0]       s_pix,
+    output logic [NV_W-1:0]   s_nvalid      // valid output channels of the group
 );
 
-    localparam NB = N_PE / N_CI;
+    localparam LWPG = (WPG > 1) ? $clog2(WPG) : 0;
 
-    function automatic [4:0] lg2(input [15:0] x);
-        integer i;
-        lg2 = 5'd0;
-        for (i = 0; i < 16; i = i + 1) if (x[i]) lg2 = 5'(i);
-    endfunction
+    // ---- layer constants, latched at start ------------------------------------
+    logic [4:0]  c_lg_in, c_lg_out, c_lg_rows, c_lg_band;
+    logic        c_k3, c_s2, c_ring, c_res;
+    logic [9:0]  c_chunks, c_groups;
+    logic [5:0]  c_last;
+    logic [ROW_W-1:0] c_base;
+    logic [10:0] c_in_rows;
+    logic [11:0] c_blk;
+    logic [10:0] c_out, c_band_rows;
+    logic [11:0] c_lr_off;         // (R-1)*s - k/2 + k - 1: last input row of a band minus band*R*s
 
-    // layer constants
-    logic [15:0] l_in, l_out, l_k, l_cc, l_groups, l_dst_words, l_dst_off;
-    logic        l_s2;                    // stride 2
-    logic [15:0] l_pad;                   // k/2
-    logic [ADDR_W-1:0] row_words;         // in_size * ci_chunks
-    // loop counters
-    logic [15:0] c, kx, ky, ox, oy, g;
-    logic signed [16:0] ix0, iy0;         // ox*s - pad, oy*s - pad
-    // incremental addresses
-    logic [ADDR_W-1:0]  a_row0, a_col0, a_trow, a_tcol;
-    logic [WADDR_W-1:0] w_addr, w_grp;
-    logic [BADDR_W-1:0] b_addr;
-    logic [ADDR_W-1:0]  o_pix, o_grp;
-    logic [15:0]        g_ch;
-    logic signed [16:0] rem;
+    // ---- counters ---------------------------------------------------------------
+    localparam [2:0] G_IDLE = 3'd0, G_BAND = 3'd1, G_BLK = 3'd2, G_RUN = 3'd3, G_END = 3'd4;
+    logic [2:0]  state;
+    logic [10:0] band, r, ox;       // band index, row within band, output column
+    logic [9:0]  g, c;
+    logic [1:0]  ky, kx;
+    logic [23:0] blk_base;          // image word of block g's bias
+    logic [10:0] band_row0;         // band * R * s (input row of the band's first output row before padding)
+    logic [WR_W-1:0] w_addr;
 
-    wire last_c  = (c  == l_cc - 16'd1);
-    wire last_kx = (kx == l_k - 16'd1);
-    wire last_ky = (ky == l_k - 16'd1);
-    wire last_ox = (ox == l_out - 16'd1);
-    wire last_oy = (oy == l_out - 16'd1);
-    wire last_g  = (g  == l_groups - 16'd1);
-    wire last_tap = last_c && last_kx && last_ky;
+    wire [1:0]  kmax    = c_k3 ? 2'd2 : 2'd0;
+    wire        last_c  = c == c_chunks - 10'd1;
+    wire        last_kx = kx == kmax;
+    wire        last_ky = ky == kmax;
+    wire        last_ox = ox == c_out - 11'd1;
+    wire        last_r  = r == c_band_rows - 11'd1;
+    wire        last_g  = g == c_groups - 10'd1;
+    wire        last_band = (band + 11'd1) == (c_out >> c_lg_band);
+    wire        last_tap  = last_c && last_kx && last_ky;
+    wire        blk_done  = last_tap && last_ox && last_r;
 
-    wire signed [16:0] ix = ix0 + $signed({1'b0, kx});
-    wire signed [16:0] iy = iy0 + $signed({1'b0, ky});
-    wire inb = (ix >= 0) && (ix < $signed({1'b0, l_in})) && (iy >= 0) && (iy < $signed({1'b0, l_in}));
+    // band waits: the band's last input row, clamped to the map
+    wire [11:0] band_last_row = {1'b0, band_row0} + c_lr_off;
+    wire [10:0] need_rows = (band_last_row >= {1'b0, c_in_rows}) ? c_in_rows : band_last_row[10:0] + 11'd1;
+    wire        rows_ok = !c_ring || (rows_avail >= need_rows);
+    wire [23:0] blk_end = blk_base + {12'd0, c_blk};
+    wire        w_ok = w_loaded >= blk_end;
+    wire        issue = (state == G_RUN) && !out_full;
 
-    wire [ADDR_W-1:0] s_row_words = ADDR_W'(ci_chunks) << lg2(in_size);
-    wire [15:0]       s_pad       = k >> 1;
+    // released input rows after band: (band+1)*R*s - k/2, clamped at 0 and at the map
+    wire [11:0] next_row0 = {1'b0, band_row0} + ({1'b0, c_band_rows} << c_s2);
+    wire [11:0] rel_rows  = (next_row0 < {11'd0, c_k3}) ? 12'd0 : next_row0 - {11'd0, c_k3};
 
     always_ff @(posedge clk) begin
-        step_valid <= 1'b0;
-        if (rst) begin
-            busy <= 1'b0;
-        end else if (start) begin
-            busy        <= 1'b1;
-            l_in        <= in_size;
-            l_out       <= out_size;
-            l_k         <= k;
-            l_cc        <= ci_chunks;
-            l_groups    <= co_groups;
-            l_dst_words <= dst_words;
-            l_dst_off   <= dst_word_off;
-            l_s2        <= (stride == 16'd2);
-            l_pad       <= s_pad;
-            row_words   <= s_row_words;
-            c <= '0; kx <= '0; ky <= '0; ox <= '0; oy <= '0; g <= '0;
-            ix0    <= -$signed({1'b0, s_pad});
-            iy0    <= -$signed({1'b0, s_pad});
-            a_row0 <= (s_pad != 0) ? -s_row_words : '0;
-            a_col0 <= (s_pad != 0) ? -(ADDR_W'(ci_chunks)) : '0;
-            a_trow <= '0;
-            a_tcol <= '0;
-            w_addr <= WADDR_W'(w_base);
-            w_grp  <= WADDR_W'(w_base);
-            b_addr <= BADDR_W'(b_base);
-            o_pix  <= ADDR_W'(dst_word_off);
-            o_grp  <= ADDR_W'(dst_word_off);
-            g_ch   <= '0;
-            rem    <= $signed({1'b0, cout});
-        end else if (busy) begin
-            // ---- issue the current step
-            step_valid <= 1'b1;
-            step_first <= (c == 0) && (kx == 0) && (ky == 0);
-            step_last  <= last_tap;
-            step_inb   <= inb;
-            step_addr  <= a_row0 + a_col0 + a_trow + a_tcol + ADDR_W'(c);
-            step_waddr <= w_addr;
-            step_baddr <= b_addr;
-            step_oaddr <= o_pix;
-            step_nch   <= (rem > N_PE) ? NCH_W'(N_PE) : NCH_W'(rem);
-            step_gbase <= l_dst_off + g_ch;
-
-            // ---- advance: c, kx, ky, ox, oy, g
-            w_addr <= w_addr + 1'b1;
-            if (!last_c) begin
-                c <= c + 16'd1;
-            end else begin
-                c <= '0;
-                if (!last_kx) begin
-                    kx <= kx + 16'd1;
-                    a_tcol <= a_tcol + ADDR_W'(l_cc);
-                end else begin
-                    kx <= '0;
-                    a_tcol <= '0;
-                    if (!last_ky) begin
-                        ky <= ky + 16'd1;
-                        a_trow <= a_trow + row_words;
-                    end else begin
-                        // output pixel done
-                        ky <= '0;
-                        a_trow <= '0;
-                        w_addr <= w_grp;
-                        o_pix  <= o_pix + ADDR_W'(l_dst_words);
-                        if (!last_ox) begin
-                            ox <= ox + 16'd1;
-                            ix0 <= ix0 + (l_s2 ? 17'sd2 : 17'sd1);
-                            a_col0 <= a_col0 + (l_s2 ? ADDR_W'(l_cc) << 1 : ADDR_W'(l_cc));
+        if (rst || abort) begin
+            state <= G_IDLE;
+            busy  <= 1'b0;
+            rows_release <= '0;
+            w_release <= '0;
+        end else begin
+            case (state)
+                G_IDLE: if (start) begin
+                    c_lg_in <= lg_in;   c_lg_out <= lg_out;   c_lg_rows <= src_lg_rows;  c_lg_band <= lg_band;
+                    c_k3 <= k3;         c_s2 <= s2;           c_ring <= ring_fed;        c_res <= w_res;
+                    c_chunks <= ci_chunks;  c_groups <= co_groups;  c_last <= co_last;
+                    c_base <= src_base; c_in_rows <= in_rows; c_blk <= w_blk;
+                    c_out <= 11'd1 << lg_out;
+                    c_band_rows <= 11'd1 << lg_band;
+                    c_lr_off <= ((12'd1 << lg_band) - 12'd1 << s2) + {10'd0, k3, 1'b0} - {11'd0, k3};
+                    band <= '0; g <= '0; r <= '0; ox <= '0; ky <= '0; kx <= '0; c <= '0;
+                    band_row0 <= '0;
+                    blk_base <= w_off;
+                    rows_release <= '0;
+                    busy  <= 1'b1;
+                    state <= G_BAND;
+                end
+                G_BAND: if (rows_ok) state <= G_BLK;
+                G_BLK:  if (w_ok) state <= G_RUN;       // the bias step issues in this transition
+                G_RUN: if (issue) begin
+                    if (blk_done) begin
+                        if (!c_res) w_release <= blk_end;
+                        r <= '0; ox <= '0; ky <= '0; kx <= '0; c <= '0;
+                        if (!last_g) begin
+                            g <= g + 10'd1;
+                            blk_base <= blk_end;
+                            state <= G_BLK;
                         end else begin
-                            ox <= '0;
-                            ix0 <= -$signed({1'b0, l_pad});
-                            a_col0 <= (l_pad != 0) ? -(ADDR_W'(l_cc)) : '0;
-                            if (!last_oy) begin
-                                oy <= oy + 16'd1;
-                                iy0 <= iy0 + (l_s2 ? 17'sd2 : 17'sd1);
-                                a_row0 <= a_row0 + (l_s2 ? row_words << 1 : row_words);
+                            g <= '0;
+                            blk_base <= w_off;
+                            rows_release <= rel_rows > {1'b0, c_in_rows} ? c_in_rows : rel_rows[10:0];
+                            band_row0 <= next_row0[10:0];
+                            if (!last_band) begin
+                                band <= band + 11'd1;
+                                state <= G_BAND;
                             end else begin
-                                oy <= '0;
-                                iy0 <= -$signed({1'b0, l_pad});
-                                a_row0 <= (l_pad != 0) ? -row_words : '0;
-                                // channel group done
-                                w_addr <= w_addr + 1'b1;
-                                w_grp  <= w_addr + 1'b1;
-                                b_addr <= b_addr + 1'b1;
-                                o_grp  <= o_grp + ADDR_W'(NB);
-                                o_pix  <= o_grp + ADDR_W'(NB);
-                                g_ch   <= g_ch + 16'(N_PE);
-                                rem    <= rem - 17'(N_PE);
-                                if (!last_g) g <= g + 16'd1;
-                                else         busy <= 1'b0;
+                                if (c_res) w_release <= blk_end;   // the layer's last block ends the layer
+                                state <= G_END;
                             end
                         end
+                    end else if (last_tap) begin
+                        ky <= '0; kx <= '0; c <= '0;
+                        if (last_ox) begin
+                            ox <= '0;
+                            r <= r + 11'd1;
+                        end else begin
+                            ox <= ox + 11'd1;
+                        end
+                    end else if (last_c) begin
+                        c <= '0;
+                        if (last_kx) begin
+                            kx <= '0;
+                            ky <= ky + 2'd1;
+                        end else begin
+                            kx <= kx + 2'd1;
+                        end
+                    end else begin
+                        c <= c + 10'd1;
                     end
                 end
-            end
+                G_END: begin
+                    busy  <= 1'b0;
+                    state <= G_IDLE;
+                end
+                default: state <= G_IDLE;
+            endcase
         end
+    end
+
+    // ---- address pipeline --------------------------------------------------------
+    // L1: taps and bounds
+    logic        l1_v, l1_b, l1_first, l1_last, l1_blast, l1_inb;
+    logic [11:0] l1_iy;
+    logic [10:0] l1_ix;
+    logic [9:0]  l1_c, l1_g;
+    logic [19:0] l1_pix;
+    logic [WR_W-1:0] l1_w;
+    logic [NV_W-1:0] l1_nv;
+    wire [11:0] oy = {1'b0, band << c_lg_band} + {1'b0, r};
+    wire signed [12:0] iy_s = $signed({1'b0, (oy << c_s2)}) + $signed({11'd0, ky}) - $signed({12'd0, c_k3});
+    wire signed [12:0] ix_s = $signed({2'b0, (ox << c_s2)}) + $signed({11'd0, kx}) - $signed({12'd0, c_k3});
+    wire bias_now = (state == G_BLK) && w_ok;
+    wire first_step = (c == '0) && (kx == '0) && (ky == '0);
+
+    always_ff @(posedge clk) begin
+        if (rst || abort) begin
+            l1_v <= 1'b0;
+            l1_b <= 1'b0;
+        end else begin
+            l1_v <= issue;
+            l1_b <= bias_now;
+        end
+        l1_first <= first_step;
+        l1_last  <= last_tap;
+        l1_blast <= blk_done;
+        l1_inb   <= (iy_s >= 0) && (iy_s < $signed({2'b0, c_in_rows})) &&
+                    (ix_s >= 0) && (ix_s < $signed({2'b0, 11'd1 << c_lg_in}));
+        l1_iy    <= 12'(iy_s);
+        l1_ix    <= 11'(ix_s);
+        l1_c     <= c;
+        l1_g     <= g;
+        l1_pix   <= 20'(oy << c_lg_out) | 20'(ox);
+        l1_nv    <= last_g ? NV_W'(c_last) : NV_W'(N_PE);
+        l1_w     <= WR_W'(bias_now ? blk_base : blk_base + 24'd1 + 24'(w_addr));
+    end
+
+    // w_addr: the step's offset inside its block, (ky*k + kx)*chunks + c, counted
+    always_ff @(posedge clk) begin
+        if (rst || abort || state != G_RUN) w_addr <= '0;
+        else if (issue) w_addr <= last_tap ? '0 : w_addr + WR_W'(1);
+    end
+
+    // L2: the row terms
+    logic        l2_v, l2_b, l2_first, l2_last, l2_blast, l2_inb;
+    logic [ROW_W-1:0] l2_sum, l2_slot;
+    logic [BANK_W-1:0] l2_bank;
+    logic [9:0]  l2_g;
+    logic [19:0] l2_pix;
+    logic [WR_W-1:0] l2_w;
+    logic [NV_W-1:0] l2_nv;
+    wire [ROW_W-1:0] l1_cterm = ROW_W'(l1_c >> LWPG) << (c_lg_rows + c_lg_in);
+    wire [11:0]      l1_slot  = l1_iy & ((12'd1 << c_lg_rows) - 12'd1);
+    always_ff @(posedge clk) begin
+        if (rst || abort) begin
+            l2_v <= 1'b0;
+            l2_b <= 1'b0;
+        end else begin
+            l2_v <= l1_v;
+            l2_b <= l1_b;
+        end
+        l2_first <= l1_first; l2_last <= l1_last; l2_blast <= l1_blast; l2_inb <= l1_inb;
+        l2_sum   <= c_base + l1_cterm + ROW_W'(l1_ix);
+        l2_slot  <= ROW_W'(l1_slot) << c_lg_in;
+        l2_bank  <= BANK_W'(l1_c & 10'(WPG - 1));
+        l2_g <= l1_g; l2_pix <= l1_pix; l2_w <= l1_w; l2_nv <= l1_nv;
+    end
+
+    // S0: the step
+    always_ff @(posedge clk) begin
+        if (rst || abort) begin
+            s_valid <= 1'b0;
+            s_bias  <= 1'b0;
+        end else begin
+            s_valid <= l2_v;
+            s_bias  <= l2_b;
+        end
+        s_first <= l2_first; s_last <= l2_last; s_blk_last <= l2_blast;
+        s_zero  <= !l2_inb;
+        s_row   <= l2_sum + l2_slot;
+        s_bank  <= l2_bank;
+        s_waddr <= l2_w;
+        s_g <= l2_g; s_pix <= l2_pix; s_nvalid <= l2_nv;
+    end
+
+    // a cycle of a running layer without a step, while waiting for rows, weights or room
+    always_ff @(posedge clk) begin
+        stall_mem <= !rst && ((state == G_BAND && !rows_ok) || (state == G_BLK && !w_ok) ||
+                              (state == G_RUN && out_full));
     end
 
 endmodule

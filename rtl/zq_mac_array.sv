@@ -1,86 +1,145 @@
-// zq_mac_array: the N_PE x N_CI multiply-accumulate array.
+// zq_mac_array: the N_PE x N_CI multiply-accumulate array, two 8-bit MACs per
+// DSP48E1 (the INT8 packing of Xilinx WP486, adapted to the 25x18 multiplier).
 //
-// One step per cycle: every PE multiplies its N_CI weights with the same N_CI
-// activations, sums the products and adds the sum to its 32-bit accumulator
-// (or to its bias on the first step of an output pixel). Three register
-// stages: products (P4), per-PE sums (P5), accumulators (P6).
+// Output channels pe and pe + N_PE/2 share one DSP per input lane ci: the
+// pre-adder forms AD = (w_hi << 17) + w_lo (25 bits, wrapping) from the two
+// signed 8-bit weights, B is the lane's activation (9-bit signed: an unsigned
+// or signed 8-bit lane), and P = AD * B = w_hi*x * 2^17 + w_lo*x. Every
+// product of an 8-bit weight and a 9-bit activation lies in [-2^16, 2^16), so
+//   lo = P[16:0] (signed)              and   hi = (P >>> 17) + P[16]
+// recover both products exactly. AD cannot hold w_hi*2^17 + w_lo when
+// w_hi = -128 and w_lo < 0 (it wraps by 2^25); then P carries 2^25*x more and
+// the split gives 128*x instead of w_hi*x = -128*x, so hi is negated (the
+// `wrap` flag travels beside the DSP). No guard bits remain, so products are
+// split every cycle and summed in fabric adder trees.
 //
-//   cycle t   : in_* (activations, weights, flags)
-//   cycle t+1 : products registered
-//   cycle t+2 : sums registered; bias must be valid on `bias` in this cycle
-//   cycle t+3 : acc registered; out_valid = 1 when the step was a pixel's last
-//
-// Activations are A_BITS wide, unsigned or (act_signed) two's complement;
-// weights are signed W_BITS. Lane (pe, ci) of `wgt` is at bit (pe*N_CI+ci)*W_BITS.
+// Pipeline (cycle after the inputs at t): t+1 DSP input registers (A, D, B1),
+// t+2 pre-adder (AD) and B2, t+3 M, t+4 P, t+5 split, t+6 partial sums of 4
+// lanes, t+7 PE sums, t+8 accumulators. A step with `in_first` starts a pixel
+// from the bias; the bias words arrive as `in_bias` steps (their `wgt` holds
+// N_PE int32 in the low bits) in order with the MAC steps and are applied at
+// the accumulator stage, so any number of blocks may be in flight.
 `default_nettype none
 
 module zq_mac_array #(
-    parameter N_PE   = 16,
-    parameter N_CI   = 8,
-    parameter W_BITS = 8,
-    parameter A_BITS = 8,
-    parameter ACC_W  = 32
+    parameter N_PE  = 16,
+    parameter N_CI  = 8,
+    parameter ACC_W = 32
 ) (
-    input  wire                        clk,
-    input  wire                        rst,
-
-    input  wire                        in_valid,
-    input  wire                        in_first,
-    input  wire                        in_last,
-    input  wire                        act_signed,
-    input  wire [N_CI*A_BITS-1:0]      act,
-    input  wire [N_PE*N_CI*W_BITS-1:0] wgt,
-
-    input  wire [N_PE*ACC_W-1:0]       bias,     // used in cycle t+2
-
-    output logic                       out_valid,
-    output logic [N_PE*ACC_W-1:0]      out_acc
+    input  wire                    clk,
+    input  wire                    rst,
+    input  wire                    in_valid,     // a MAC step
+    input  wire                    in_first,     // first step of a pixel: start from the bias
+    input  wire                    in_bias,      // a bias step (no MAC): wgt[N_PE*32-1:0] are the biases
+    input  wire                    act_signed,   // lanes are signed (held for the whole layer)
+    input  wire [N_CI*8-1:0]       act,
+    input  wire [N_PE*N_CI*8-1:0]  wgt,
+    output logic                   out_valid,    // accumulators updated by a MAC step (t+8)
+    output logic [N_PE*ACC_W-1:0]  out_acc
 );
 
-    localparam PROD_W = W_BITS + A_BITS + 1;
+    localparam HALF   = N_PE / 2;
+    localparam GROUPS = (N_CI + 3) / 4;           // partial sums of 4 lanes
+    localparam PROD_W = 18;                       // a split product (17 bits) and its negation
     localparam SUM_W  = PROD_W + $clog2(N_CI) + 1;
 
-    logic v1, f1, l1, v2, f2, l2;
-    logic signed [PROD_W-1:0] prod [0:N_PE*N_CI-1];
-    logic signed [SUM_W-1:0]  sum  [0:N_PE-1];
-    logic signed [ACC_W-1:0]  acc  [0:N_PE-1];
+    initial begin
+        if (N_PE % 2 != 0) $error("zq_mac_array: N_PE=%0d must be even (two channels per DSP)", N_PE);
+        if (N_CI < 1) $error("zq_mac_array: N_CI=%0d", N_CI);
+    end
 
-    // stage 1: products
-    genvar p, c;
+    // ---- control pipeline ------------------------------------------------------
+    logic [8:1] v, f, bs;
+    always_ff @(posedge clk) begin
+        if (rst) begin
+            v  <= '0;
+            bs <= '0;
+        end else begin
+            v  <= {v[7:1], in_valid};
+            bs <= {bs[7:1], in_bias};
+        end
+        f <= {f[7:1], in_first};
+    end
+
+    // bias words, queued in order until their step reaches the accumulators
+    logic              bq_valid;
+    logic [N_PE*32-1:0] bq_data, bias;
+    zq_fifo #(.DATA_W(N_PE * 32), .DEPTH(8)) u_biasq (
+        .clk(clk), .rst(rst), .in_valid(in_bias), .in_ready(), .in_data(wgt[N_PE*32-1:0]),
+        .out_valid(bq_valid), .out_ready(bs[7]), .out_data(bq_data), .count()
+    );
+    always_ff @(posedge clk) begin
+        if (bs[7]) bias <= bq_data;
+    end
+
+    // ---- DSP pairs and the split ------------------------------------------------
+    logic signed [PROD_W-1:0] prod [0:N_PE-1][0:N_CI-1];   // t+5
+
+    genvar j, c, g;
     generate
-        for (p = 0; p < N_PE; p = p + 1) begin : g_pe
-            for (c = 0; c < N_CI; c = c + 1) begin : g_ci
-                wire signed [W_BITS-1:0] w = wgt[(p*N_CI + c)*W_BITS +: W_BITS];
-                wire signed [A_BITS:0]   a = {act_signed & act[c*A_BITS + A_BITS-1], act[c*A_BITS +: A_BITS]};
-                always_ff @(posedge clk) prod[p*N_CI + c] <= w * a;
+        for (j = 0; j < HALF; j = j + 1) begin : g_pair
+            for (c = 0; c < N_CI; c = c + 1) begin : g_lane
+                wire signed [7:0] w_lo = wgt[(j * N_CI + c) * 8 +: 8];
+                wire signed [7:0] w_hi = wgt[((j + HALF) * N_CI + c) * 8 +: 8];
+                wire signed [8:0] x    = {act_signed & act[c * 8 + 7], act[c * 8 +: 8]};
+                logic signed [24:0] d_r, a_r, ad;
+                logic signed [8:0]  b1, b2;
+                logic signed [33:0] m, p;
+                logic [4:1]         wrap;
+                always_ff @(posedge clk) begin
+                    d_r <= {w_hi, 17'd0};
+                    a_r <= 25'(w_lo);
+                    b1  <= x;
+                    ad  <= d_r + a_r;       // 25 bits: wraps when w_hi = -128 and w_lo < 0
+                    b2  <= b1;
+                    m   <= ad * b2;
+                    p   <= m;
+                    wrap <= {wrap[3:1], (w_hi == -8'sd128) && w_lo[7]};
+                end
+                // t+5: split P into the two products
+                wire signed [17:0] hi_raw = 18'(p >>> 17) + 18'(p[16]);
+                always_ff @(posedge clk) begin
+                    prod[j][c]        <= PROD_W'($signed(p[16:0]));
+                    prod[j + HALF][c] <= wrap[4] ? -hi_raw : hi_raw;
+                end
             end
+        end
+    endgenerate
 
-            // stage 2: adder tree (one registered sum per PE)
-            logic signed [SUM_W-1:0] s;
-            integer i;
-            always_comb begin
-                s = '0;
-                for (i = 0; i < N_CI; i = i + 1) s = s + SUM_W'(prod[p*N_CI + i]);
+    // ---- adder trees: 4 lanes per partial sum (t+6), then the PE sum (t+7) -------
+    logic signed [SUM_W-1:0] part [0:N_PE-1][0:GROUPS-1];
+    logic signed [SUM_W-1:0] sum  [0:N_PE-1];
+    generate
+        for (j = 0; j < N_PE; j = j + 1) begin : g_tree
+            for (g = 0; g < GROUPS; g = g + 1) begin : g_part
+                always_ff @(posedge clk) begin
+                    logic signed [SUM_W-1:0] s;
+                    s = '0;
+                    for (int i = 4 * g; i < 4 * g + 4 && i < N_CI; i++) s = s + SUM_W'(prod[j][i]);
+                    part[j][g] <= s;
+                end
             end
-            always_ff @(posedge clk) sum[p] <= s;
-
-            // stage 3: accumulate
             always_ff @(posedge clk) begin
-                if (v2) acc[p] <= (f2 ? $signed(bias[p*ACC_W +: ACC_W]) : acc[p]) + ACC_W'(sum[p]);
+                logic signed [SUM_W-1:0] s;
+                s = '0;
+                for (int i = 0; i < GROUPS; i++) s = s + part[j][i];
+                sum[j] <= s;
             end
-            assign out_acc[p*ACC_W +: ACC_W] = acc[p];
+            // t+8: accumulate
+            always_ff @(posedge clk) begin
+                if (v[7] && !bs[7])
+                    out_acc[j*ACC_W +: ACC_W] <= (f[7] ? $signed(bias[j*32 +: 32]) : $signed(out_acc[j*ACC_W +: ACC_W]))
+                                                 + ACC_W'(sum[j]);
+            end
         end
     endgenerate
 
     always_ff @(posedge clk) begin
-        if (rst) begin
-            v1 <= 1'b0; v2 <= 1'b0; out_valid <= 1'b0;
-        end else begin
-            v1 <= in_valid; v2 <= v1; out_valid <= v2 && l2;
-        end
-        f1 <= in_first; l1 <= in_last;
-        f2 <= f1;       l2 <= l1;
+        if (rst) out_valid <= 1'b0;
+        else     out_valid <= v[7] && !bs[7];
     end
+
+    wire unused_ok = bq_valid;
 
 endmodule
 

@@ -1,57 +1,52 @@
-// zq_requant: one PE's requantizer (docs/fixed-point.md), two register stages.
+// zq_requant: the requantizer of docs/fixed-point.md for all N_PE channels,
+// four register stages.
 //
-//   s > 0 : v = (acc + 2^(s-1)) >>> s        (round half up)
-//   s <= 0: v = acc << -s
-//   relu  : v = max(v, 0)
-//   y     = clamp(v, out_lo, out_hi)
+//   t+1  v = acc + rnd                  (rnd = 2^(s-1) for s > 0, else 0; precomputed per layer)
+//   t+2  v = s > 0 ? v >>> (s & 24) : v << ((-s) & 24)       first half of the shift
+//   t+3  v = s > 0 ? v >>> (s & 7)  : v << ((-s) & 7)        second half
+//   t+4  y = clamp(relu ? max(v, 0) : v, lo, hi)
 //
-// Exact for every legal layer: the exporter guarantees 0 < s <= 31 or a left
-// shift that cannot overflow 32 bits, and an output of at most OUT_W bits. A
-// left shift is capped at OUT_W + 1 places, where any non-zero accumulator is
-// already beyond the OUT_W-bit range (so the clamp gives the same result).
+// Exact for every layer the exporter accepts (-31 <= s <= 31, |acc << -s| < 2^31 proven
+// at export); intermediates are ACC_W + 2 bits.
 `default_nettype none
 
 module zq_requant #(
+    parameter N_PE  = 16,
     parameter ACC_W = 32,
-    parameter OUT_W = 16
+    parameter OUT_W = 18
 ) (
-    input  wire                    clk,
-    input  wire signed [ACC_W-1:0] acc,     // cycle t
-    input  wire signed [15:0]      shift,   // layer constants (stable)
-    input  wire                    relu,
-    input  wire signed [15:0]      out_lo,
-    input  wire signed [15:0]      out_hi,
-    output logic signed [OUT_W-1:0] y       // cycle t+2
+    input  wire                       clk,
+    input  wire [N_PE*ACC_W-1:0]      acc,
+    // layer constants (stable while the layer runs)
+    input  wire signed [ACC_W-1:0]    rnd,
+    input  wire                       shr,        // s > 0
+    input  wire [4:0]                 sh,         // |s|
+    input  wire                       relu,
+    input  wire signed [OUT_W-1:0]    lo,
+    input  wire signed [OUT_W-1:0]    hi,
+    output logic [N_PE*OUT_W-1:0]     y
 );
 
-    localparam SHL_MAX = OUT_W + 1;
-    localparam V_W     = ACC_W + SHL_MAX + 1;
+    localparam V_W = ACC_W + 2;
 
-    logic signed [ACC_W+1:0] rnd;
-    logic signed [V_W-1:0]   v_d, v_q;
-    logic [4:0]              sr;
-    logic [5:0]              sl;
-
-    always_comb begin
-        sr  = shift[4:0];
-        sl  = (-shift > 16'(SHL_MAX)) ? 6'(SHL_MAX) : 6'(-shift);
-        rnd = (ACC_W+2)'(acc) + ((ACC_W+2)'(1) <<< (sr - 5'd1));
-        if (shift > 0)
-            v_d = V_W'(rnd >>> sr);
-        else
-            v_d = V_W'(acc) <<< sl;
-    end
-
-    always_ff @(posedge clk) v_q <= v_d;
-
-    logic signed [V_W-1:0] r;
-    always_comb begin
-        r = (relu && v_q < 0) ? '0 : v_q;
-        if (r < V_W'(out_lo))      r = V_W'(out_lo);
-        else if (r > V_W'(out_hi)) r = V_W'(out_hi);
-    end
-
-    always_ff @(posedge clk) y <= OUT_W'(r);
+    genvar p;
+    generate
+        for (p = 0; p < N_PE; p = p + 1) begin : g_pe
+            logic signed [V_W-1:0] v1, v2, v3;
+            always_ff @(posedge clk) begin
+                v1 <= V_W'($signed(acc[p*ACC_W +: ACC_W])) + V_W'(rnd);
+                v2 <= shr ? (v1 >>> {sh[4:3], 3'b0}) : (v1 <<< {sh[4:3], 3'b0});
+                v3 <= shr ? (v2 >>> sh[2:0]) : (v2 <<< sh[2:0]);
+            end
+            logic signed [V_W-1:0] r;
+            always_comb begin
+                r = (relu && v3 < 0) ? '0 : v3;
+                if (r < V_W'(lo))      r = V_W'(lo);
+                else if (r > V_W'(hi)) r = V_W'(hi);
+            end
+            always_ff @(posedge clk) y[p*OUT_W +: OUT_W] <= OUT_W'(r);
+        end
+    endgenerate
 
 endmodule
 

@@ -30,7 +30,7 @@ import shutil
 import time
 from pathlib import Path
 
-from .rtl_params import REPO, load_regmap, write_svh
+from zynqflow.spec.paths import REPO
 
 RTL_DIR = REPO / "rtl"
 SIM_ROOT = REPO / "build" / "sim"
@@ -38,10 +38,11 @@ TB_MODULE = "zynqflow.sim.tb_zq_top"
 TOPLEVEL = "zq_top"
 # compile order (leaf modules first)
 RTL_SOURCES = (
-    "zq_ram_sdp.sv", "zq_rom.sv", "zq_axil_regs.sv", "zq_axis_loader.sv", "zq_im2col.sv",
-    "zq_act_mem.sv", "zq_loop_gen.sv", "zq_mac_array.sv", "zq_requant.sv", "zq_conv_engine.sv",
-    "zq_gap.sv", "zq_axis_out.sv", "zq_top.sv",
+    "zq_ram_sdp.sv", "zq_fifo.sv", "zq_axi_rd.sv", "zq_axi_wr.sv", "zq_act_mem.sv", "zq_mac_array.sv",
+    "zq_requant.sv", "zq_loop_gen.sv", "zq_core.sv", "zq_out_dma.sv", "zq_fill_dma.sv", "zq_wdma.sv",
+    "zq_stem.sv", "zq_gap.sv", "zq_axis_out.sv", "zq_axil_regs.sv", "zq_top.sv",
 )
+RTL_HEADERS = ("zq_spec.svh",)
 VERILATOR_ARGS = ["-Wno-fatal", "-Wno-WIDTH", "-Wno-UNUSED", "-Wno-SYMRSVDWORD", "--x-assign", "0",
                   "--x-initial", "0", "-O3"]
 
@@ -149,11 +150,10 @@ class SimBuild:
         self.net = net_name(self.export_dir)
         if self.kind == "rtl":
             self.sources = [RTL_DIR / s for s in RTL_SOURCES]
-            params_txt = None
-            # the parameter header lives in the build directory: hash its text
-            from .rtl_params import rtl_params, svh_text
-            params_txt = svh_text(rtl_params(self.export_dir), str(self.export_dir), load_regmap())
-            key = _digest(self.sources, params_txt + f"waves={self.waves}")
+            params = self.export_dir / "rtl_params.svh"
+            if not params.is_file():
+                raise RtlUnavailable(f"{params}: no RTL parameters (re-run the exporter: make export)")
+            key = _digest(self.sources + [RTL_DIR / h for h in RTL_HEADERS] + [params], f"waves={self.waves}")
         else:
             vdir = hls_verilog_dir(self.export_dir)
             self.sources = sorted(vdir.glob("*.v")) + sorted(vdir.glob("*.sv"))
@@ -194,8 +194,7 @@ class SimBuild:
         includes = []
         args = list(VERILATOR_ARGS)
         if self.kind == "rtl":
-            write_svh(self.export_dir, self.build_dir / "params" / "rtl_params.svh")
-            includes = [self.build_dir / "params"]
+            includes = [self.export_dir, RTL_DIR]
         else:
             includes = [self.hls_dir]
             args += ["-Wno-lint", "-Wno-style", "-Wno-MULTIDRIVEN", "-Wno-COMBDLY"]

@@ -1,16 +1,19 @@
 """cocotb testbench of ``zq_top`` (rtl/ or the Vitis HLS export).
 
 Run through :mod:`zynqflow.sim.rtl_sim` (pytest: ``tests/test_rtl_zq_top.py``).
-Configuration comes from environment variables:
+The DDR behind both AXI4 masters is :class:`zynqflow.sim.ddr_model.Ddr`
+(cocotbext-axi memory, the HP-port latency model of ``spec.engine.MEMORY_MODEL``);
+the weight image (``weights.bin``) is loaded at ``WTS_BASE`` and the registers
+``wts`` / ``act`` point the engine at it and at the scratch area. Register
+offsets come from :mod:`zynqflow.spec.engine`. Configuration by environment:
 
-``ZQ_EXPORT``   export directory (manifest.json, integers.npz, vectors_in.bin)
-``ZQ_RTL``      ``rtl`` or ``hls`` (HLS: no layer profiling registers)
+``ZQ_EXPORT``   export directory (manifest.json, integers.npz, weights.bin, vectors)
+``ZQ_RTL``      ``rtl`` or ``hls`` (HLS: no measured-cycle registers)
 ``ZQ_RESULT``   JSON file this testbench writes its measurements to
 ``ZQ_FRAMES``   number of frames (run_frames)
-``ZQ_SOURCE``   ``vectors`` (the export's test vectors, repeated), ``random:<seed>``
-                or a ``.npz`` with ``frames`` (N,H,W,C uint8) and optionally ``labels``
-``ZQ_MODE``     ``auto`` (auto_restart, frames back to back) or ``single`` (one ap_start per frame)
-``ZQ_BACKPRESSURE``  1: random TVALID gaps on the input and random TREADY on the output
+``ZQ_SOURCE``   ``vectors``, ``random:<seed>`` or a ``.npz`` with ``frames`` (and ``labels``)
+``ZQ_MODE``     ``auto`` (auto_restart, back to back) or ``single`` (one ap_start per frame)
+``ZQ_BACKPRESSURE``  1: random gaps and stalls on both streams and on every AXI4 channel
 
 Logits are compared with ``zynqflow.spec.golden.golden_logits`` bit for bit.
 """
@@ -27,16 +30,19 @@ import cocotb
 import numpy as np
 from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, RisingEdge
-from cocotbext.axi import (AxiLiteBus, AxiLiteMaster, AxiStreamBus, AxiStreamFrame, AxiStreamSink,
-                           AxiStreamSource)
+from cocotb.utils import get_sim_steps, get_sim_time
+from cocotbext.axi import AxiLiteBus, AxiLiteMaster, AxiStreamBus, AxiStreamFrame, AxiStreamSink, AxiStreamSource
 
-from zynqflow.spec.qnet import QNet
+from zynqflow.sim.ddr_model import Ddr
+from zynqflow.spec import engine as E
 from zynqflow.spec.golden import golden_logits
-from zynqflow.sim.rtl_params import FRAME_OVERHEAD, LAYER_OVERHEAD, load_regmap
+from zynqflow.spec.qnet import QNet
 
 CLK_NS = 10
-ERR_VALUE = -32768
-TIMEOUT_MS = float(os.environ.get("ZQ_TIMEOUT_MS", "100"))   # simulated time limit per test
+WTS_BASE = 0x1000_0000
+ACT_BASE = 0x1800_0000
+TIMEOUT_MS = float(os.environ.get("ZQ_TIMEOUT_MS", "200"))   # simulated time limit per test
+ERR = np.int64(E.ERROR_LOGIT)
 
 
 def _env(name, default=None):
@@ -54,24 +60,16 @@ class Export:
         self.classes = self.man["output"]["classes"]
         self.in_bytes = int(np.prod(self.shape))
         self.vectors = np.fromfile(self.path / "vectors_in.bin", np.uint8).reshape((-1,) + self.shape)
+        self.weights = (self.path / "weights.bin").read_bytes()
 
     def frames(self, n: int, source: str):
-        labels = None
-        if source == "vectors":
-            if not len(self.vectors):
-                source = "random:1"
-            else:
-                idx = np.arange(n) % len(self.vectors)
-                return self.vectors[idx], None
-        if source.startswith("random"):
+        if source == "vectors" and len(self.vectors):
+            return self.vectors[np.arange(n) % len(self.vectors)], None
+        if source.startswith("random") or source == "vectors":
             seed = int(source.split(":")[1]) if ":" in source else 1
-            rng = np.random.default_rng(seed)
-            return rng.integers(0, 256, (n,) + self.shape, dtype=np.uint8), None
+            return np.random.default_rng(seed).integers(0, 256, (n,) + self.shape, dtype=np.uint8), None
         z = np.load(source)
-        frames = z["frames"][:n]
-        if "labels" in z:
-            labels = z["labels"][:n]
-        return frames, labels
+        return z["frames"][:n], (z["labels"][:n] if "labels" in z else None)
 
     def golden(self, frames):
         return golden_logits(self.qnet, frames)
@@ -80,24 +78,22 @@ class Export:
 class TB:
     def __init__(self, dut):
         self.dut = dut
-        self.regmap = load_regmap()
-        self.reg = self.regmap["offsets"]
         self.kind = _env("ZQ_RTL", "rtl")
         self.ex = Export(_env("ZQ_EXPORT"))
+        self.reg = E.offsets("rtl" if self.kind == "rtl" else "hls")
         cocotb.start_soon(Clock(dut.ap_clk, CLK_NS, unit="ns").start())
-        self.source = AxiStreamSource(AxiStreamBus.from_prefix(dut, "s_axis_in"), dut.ap_clk, dut.ap_rst_n,
-                                      reset_active_level=False)
-        self.sink = AxiStreamSink(AxiStreamBus.from_prefix(dut, "m_axis_out"), dut.ap_clk, dut.ap_rst_n,
-                                  reset_active_level=False)
-        self.axil = AxiLiteMaster(AxiLiteBus.from_prefix(dut, "s_axi_control"), dut.ap_clk, dut.ap_rst_n,
-                                  reset_active_level=False)
+        clk, rst = dut.ap_clk, dut.ap_rst_n
+        self.source = AxiStreamSource(AxiStreamBus.from_prefix(dut, "s_axis_in"), clk, rst, reset_active_level=False)
+        self.sink = AxiStreamSink(AxiStreamBus.from_prefix(dut, "m_axis_out"), clk, rst, reset_active_level=False)
+        self.axil = AxiLiteMaster(AxiLiteBus.from_prefix(dut, "s_axi_control"), clk, rst, reset_active_level=False)
+        self.ddr = Ddr(dut, clk, rst, get_sim_steps(CLK_NS, "ns"))
+        self.ddr.load(WTS_BASE, self.ex.weights)
         for lg in (self.source.log, self.sink.log, self.axil.write_if.log, self.axil.read_if.log):
             lg.setLevel("WARNING")
         self.result: dict = {}
         self.cycle = 0
-        self.hs_in_first: list[int] = []    # cycle of each frame's first input handshake
-        self.hs_out_last: list[int] = []    # cycle of each frame's last output handshake
-        self._mon = None
+        self.hs_in_first: list[int] = []
+        self.hs_out_last: list[int] = []
 
     # ---- basics -------------------------------------------------------------
     async def reset(self, cycles: int = 8):
@@ -112,32 +108,62 @@ class TB:
     async def wr(self, name: str, value: int):
         await self.axil.write_dword(self.reg[name], value & 0xFFFFFFFF)
 
+    async def set_bases(self, wts: int = WTS_BASE, act: int = ACT_BASE):
+        await self.wr("wts", wts)
+        await self.wr("wts_hi", wts >> 32)
+        await self.wr("act", act)
+        await self.wr("act_hi", act >> 32)
+
     async def start(self, auto_restart: bool = False):
-        await self.wr("AP_CTRL", 0x81 if auto_restart else 0x01)
+        await self.wr("AP_CTRL", E.ap_ctrl_mask("ap_start", "auto_restart") if auto_restart
+                      else E.ap_ctrl_mask("ap_start"))
 
     def frame_bytes(self, frame: np.ndarray) -> bytes:
-        return np.ascontiguousarray(frame, np.uint8).tobytes()   # HWC, pixel 0 in byte lane 0
+        return np.ascontiguousarray(frame, np.uint8).tobytes()
 
     async def send(self, data: bytes):
         await self.source.send(AxiStreamFrame(data))
 
-    async def recv_logits(self) -> np.ndarray:
-        fr = await self.sink.recv()
-        v = np.frombuffer(bytes(fr.tdata), "<i4").astype(np.int64)
-        return v
+    async def recv_logits(self, timeout_cycles: int | None = None) -> np.ndarray:
+        if timeout_cycles is None:
+            fr = await self.sink.recv()
+        else:
+            try:
+                fr = await cocotb.triggers.with_timeout(self.sink.recv(), timeout_cycles * CLK_NS, "ns")
+            except cocotb.triggers.SimTimeoutError:
+                self.fail(f"no output frame within {timeout_cycles} cycles; engine state: {self.state()}")
+        return np.frombuffer(bytes(fr.tdata), "<i4").astype(np.int64)
+
+    DEBUG_SIGNALS = ("state", "li", "abort", "err_flags", "u_core.busy", "u_core.u_loop.state", "u_fill.busy",
+                     "u_fill.active", "u_wdma.busy", "u_wdma.active", "out_idle", "u_out.f_count", "stem_in_done",
+                     "u_stem.istate", "u_stem.bstate", "u_axis_out.active")
+
+    def state(self) -> dict:
+        """Internal signals of the RTL twin, for failure messages (needs public signals)."""
+        out = {}
+        for n in self.DEBUG_SIGNALS:
+            obj = self.dut
+            try:
+                for part in n.split("."):
+                    obj = getattr(obj, part)
+                out[n] = int(obj.value)
+            except (AttributeError, ValueError):
+                out[n] = "?"
+        return out
 
     def set_backpressure(self, on: bool, seed: int = 7):
         if on:
-            rng = random.Random(seed)
-            rng2 = random.Random(seed + 1)
+            rng, rng2 = random.Random(seed), random.Random(seed + 1)
             self.source.set_pause_generator(iter(lambda: rng.random() < 0.35, None))
             self.sink.set_pause_generator(iter(lambda: rng2.random() < 0.45, None))
         else:
             self.source.clear_pause_generator()
             self.sink.clear_pause_generator()
+        for port in (self.ddr.wts, self.ddr.act):
+            port.set_stalls(0.3 if on else 0.0, seed)
 
     def start_monitor(self):
-        self._mon = cocotb.start_soon(self._monitor())
+        cocotb.start_soon(self._monitor())
 
     async def _monitor(self):
         """Count clock cycles and record the handshakes that bound each frame."""
@@ -173,18 +199,32 @@ class TB:
         if not cond:
             self.fail(msg)
 
-    def expected_frame_cycles(self, layer_cycles: list[int]) -> int:
-        """cycles_last of a computed frame without input gaps or output backpressure."""
-        return self.in_beats + self.im2col_words + sum(layer_cycles) + self.ex.classes + FRAME_OVERHEAD
+    async def layer_figures(self) -> list[dict]:
+        """Measured cycles and stalls of every layer of the last computed frame (RTL twin)."""
+        rows = []
+        for i, l in enumerate(self.ex.man["layers"]):
+            await self.wr("layer_sel", i)
+            rows.append(dict(name=l["name"], cycles=await self.rd("layer_cycles"), stalls=await self.rd("layer_stalls"),
+                             mac_cycles=l["mac_cycles"], cycles_model=l.get("cycles_model")))
+        return rows
 
-    @property
-    def in_beats(self) -> int:
-        return (self.ex.in_bytes + 3) // 4
+    async def frame_figures(self) -> dict:
+        return {n: await self.rd(n) for n in ("cycles_last", "dram_stall_cycles", "dram_rd_bytes", "dram_wr_bytes")}
 
-    @property
-    def im2col_words(self) -> int:
-        """Words zq_im2col writes into buffer 0 (one per cycle): the export's buffers_words[0]."""
-        return int(self.ex.man["buffers_words"][0])
+
+async def _run_stream(tb: TB, frames: np.ndarray) -> tuple[list[np.ndarray], list[float]]:
+    """Frames back to back (auto_restart), fed one ahead of the answers so that Python
+    sleeps while the engine computes."""
+    got, t_done = [], []
+    n = len(frames)
+    if n:
+        await tb.send(tb.frame_bytes(frames[0]))
+    for i in range(n):
+        if i + 1 < n:
+            cocotb.start_soon(tb.send(tb.frame_bytes(frames[i + 1])))
+        got.append(await tb.recv_logits())
+        t_done.append(get_sim_time("ns"))
+    return got, t_done
 
 
 # ---------------------------------------------------------------------------
@@ -199,63 +239,66 @@ async def run_frames(dut):
     n = len(frames)
     expected = tb.ex.golden(frames)
     await tb.reset()
+    await tb.set_bases()
     tb.set_backpressure(bp, seed=int(_env("ZQ_SEED", "7")))
     t_wall = time.time()
-    t_sim0 = cocotb.utils.get_sim_time("ns")
-    got, cycles_last, t_done = [], [], []
+    t_sim0 = get_sim_time("ns")
+    got, t_done, per_frame = [], [], []
     if mode == "auto":
         await tb.start(auto_restart=True)
-        for f in frames:
-            await tb.send(tb.frame_bytes(f))
-        for i in range(n):
-            got.append(await tb.recv_logits())
-            t_done.append(cocotb.utils.get_sim_time("ns"))
-        await tb.wr("AP_CTRL", 0x00)   # stop auto-restart
+        got, t_done = await _run_stream(tb, frames)
+        await tb.wr("AP_CTRL", 0)
     else:
         for f in frames:
             await tb.start()
             await tb.send(tb.frame_bytes(f))
             got.append(await tb.recv_logits())
-            t_done.append(cocotb.utils.get_sim_time("ns"))
-            cycles_last.append(await tb.rd("cycles_last"))
-            tb.check(await tb.rd("status") == 0, f"frame {len(got) - 1}: status {await tb.rd('status')} != 0")
+            t_done.append(get_sim_time("ns"))
+            st = await tb.rd("status")
+            tb.check(st == 0, f"frame {len(got) - 1}: status 0x{st:08x} != 0 ({E.decode_status(st)})")
+            if tb.kind == "rtl":
+                per_frame.append(await tb.frame_figures())
     wall = time.time() - t_wall
-    sim_cycles = (cocotb.utils.get_sim_time("ns") - t_sim0) / CLK_NS
+    sim_cycles = (get_sim_time("ns") - t_sim0) / CLK_NS
     await ClockCycles(dut.ap_clk, 20)
     frames_done = await tb.rd("frames_done")
-    cyc_last = await tb.rd("cycles_last")
+    status = await tb.rd("status")
     extra = tb.sink.count()
     got_arr = np.array(got, dtype=np.int64).reshape(n, -1) if got else np.zeros((0, tb.ex.classes), np.int64)
     mism = [i for i in range(n) if got_arr.shape[1] != expected.shape[1] or not np.array_equal(got_arr[i], expected[i])]
     res = dict(frames=n, mode=mode, backpressure=bp, logits=got_arr, expected=expected, mismatches=mism,
-               frames_done=frames_done, cycles_last=cyc_last, cycles_last_per_frame=cycles_last,
-               t_done_ns=t_done, sim_cycles=sim_cycles, wall_s=wall, extra_output_frames=extra)
+               frames_done=frames_done, status=status, per_frame=per_frame, t_done_ns=t_done, sim_cycles=sim_cycles,
+               wall_s=wall, extra_output_frames=extra,
+               ddr=dict(wts_bursts=tb.ddr.wts.read.bursts, wts_bytes=tb.ddr.wts.read.bytes,
+                        act_rd_bytes=tb.ddr.act.read.bytes, act_wr_bytes=tb.ddr.act.write.bytes))
     if labels is not None:
         res["labels"] = np.asarray(labels)
         res["top1"] = float(np.mean(got_arr.argmax(axis=1) == np.asarray(labels))) if n else 0.0
     if tb.kind == "rtl":
-        lc = []
-        for i in range(len(tb.ex.man["layers"])):
-            await tb.wr("layer_sel", i)
-            lc.append(await tb.rd("layer_cycles"))
-        res["layer_cycles"] = lc
+        res["figures"] = await tb.frame_figures()
+        res["layers"] = await tb.layer_figures()
     tb.write_result(**res)
     tb.check(not mism, f"{len(mism)} of {n} frames differ from the golden model (first: {mism[:1]}; "
-                       f"got {got_arr[mism[0]].tolist() if mism else ''} expected {expected[mism[0]].tolist() if mism else ''})")
+                       f"got {got_arr[mism[0]].tolist() if mism else ''} expected "
+                       f"{expected[mism[0]].tolist() if mism else ''})")
     tb.check(frames_done == n, f"frames_done = {frames_done}, sent {n}")
+    tb.check(status == 0, f"status 0x{status:08x} after good frames")
     tb.check(extra == 0, f"{extra} extra output frames")
 
 
 @cocotb.test(timeout_time=TIMEOUT_MS, timeout_unit="ms")
 async def registers(dut):
-    """Register map: ID, build parameters, ap_ctrl bits, interrupts, cycles_last, frames_done."""
+    """The register map and the Vitis 2023.2 control behaviour: ID, build constants, AP_CTRL bits
+    (ap_done and ap_ready clear on read, ap_idle), ISR toggle on write, the interrupt, cycles_last."""
     tb = TB(dut)
     await tb.reset()
     tb.start_monitor()
     m = tb.ex.man
     ctrl = await tb.rd("AP_CTRL")
-    tb.check(ctrl & 0x4, f"AP_CTRL after reset = {ctrl:#x}: ap_idle not set")
-    tb.check(await tb.rd("frames_done") == 0, "frames_done not 0 after reset")
+    tb.check(ctrl & E.ap_ctrl_mask("ap_idle"), f"AP_CTRL after reset = {ctrl:#x}: ap_idle not set")
+    tb.check(await tb.rd("frames_done") == 0 and await tb.rd("status") == 0, "counters not 0 after reset")
+    await tb.set_bases()
+    tb.check(await tb.rd("wts") == WTS_BASE and await tb.rd("act") == ACT_BASE, "base registers do not read back")
     await tb.wr("GIE", 1)
     await tb.wr("IER", 1)
     frames = tb.ex.frames(3, "vectors")[0]
@@ -271,144 +314,267 @@ async def registers(dut):
         isr = await tb.rd("ISR")
         ctrl1 = await tb.rd("AP_CTRL")
         ctrl2 = await tb.rd("AP_CTRL")
-        cyc = await tb.rd("cycles_last")
-        vld = await tb.rd("cycles_last_ctrl")
-        vld2 = await tb.rd("cycles_last_ctrl")
-        measured = tb.hs_out_last[-1] - tb.hs_in_first[-1] + 1
-        results.append(dict(cycles_last=cyc, measured=measured, ctrl=ctrl1, isr=isr, irq=irq))
+        vld = await tb.rd("frames_done_ctrl")
+        vld2 = await tb.rd("frames_done_ctrl")
+        r = dict(ctrl=ctrl1, isr=isr, irq=irq)
         tb.check(irq == 1 and isr & 1, f"frame {i}: interrupt {irq}, ISR {isr:#x} after ap_done")
-        await tb.wr("ISR", 1)   # toggle-on-write clears it
-        tb.check(await tb.rd("ISR") == 0 and int(dut.interrupt.value) == 0, "ISR/interrupt not cleared by TOW")
-        tb.check(ctrl1 & 0x2, f"ap_done not set after a frame (AP_CTRL {ctrl1:#x})")
-        tb.check(not (ctrl2 & 0x2), f"ap_done not cleared on read (AP_CTRL {ctrl2:#x})")
-        tb.check(ctrl2 & 0x4, f"ap_idle not set after a frame (AP_CTRL {ctrl2:#x})")
-        tb.check(vld == 1 and vld2 == 0, f"cycles_last_ap_vld {vld}, {vld2} (expected 1 then 0: COR)")
-        tb.check(cyc == measured, f"frame {i}: cycles_last {cyc} != measured {measured} (first input beat to last output beat)")
+        await tb.wr("ISR", 1)   # toggle on write clears it
+        tb.check(await tb.rd("ISR") == 0, "ISR not cleared by toggle-on-write")
+        await ClockCycles(dut.ap_clk, 2)
+        tb.check(int(dut.interrupt.value) == 0, "interrupt not cleared with ISR")
+        tb.check(ctrl1 & E.ap_ctrl_mask("ap_done", "ap_ready") == E.ap_ctrl_mask("ap_done", "ap_ready"),
+                 f"ap_done/ap_ready not set after a frame (AP_CTRL {ctrl1:#x})")
+        tb.check(not ctrl2 & E.ap_ctrl_mask("ap_done", "ap_ready"), f"ap_done/ap_ready not cleared on read ({ctrl2:#x})")
+        tb.check(ctrl2 & E.ap_ctrl_mask("ap_idle"), f"ap_idle not set after a frame (AP_CTRL {ctrl2:#x})")
+        tb.check(vld == 1 and vld2 == 0, f"frames_done_ap_vld {vld}, {vld2} (expected 1 then 0: COR)")
         tb.check(await tb.rd("frames_done") == i + 1, "frames_done does not count frames")
         tb.check(await tb.rd("status") == 0, "status != 0 for a good frame")
-    net_id = await tb.rd("net_id")
-    bp = await tb.rd("build_params")
+        if tb.kind == "rtl":
+            cyc = await tb.rd("cycles_last")
+            measured = tb.hs_out_last[-1] - tb.hs_in_first[-1] + 1
+            r.update(cycles_last=cyc, measured=measured)
+            tb.check(cyc == measured, f"frame {i}: cycles_last {cyc} != measured {measured} (first input beat to "
+                                      "last output beat)")
+        results.append(r)
     e = m["engine"]
-    want_bp = e["n_pe"] | e["n_ci"] << 8 | tb.ex.qnet.cfg.weight_bits << 16 | tb.ex.qnet.cfg.act_bits << 24
-    tb.write_result(net_id=net_id, build_params=bp, frames=results)
-    tb.check(net_id == m["network_id_int"], f"net_id {net_id:#x} != manifest {m['network_id_int']:#x}")
-    tb.check(bp == want_bp, f"build_params {bp:#x} != {want_bp:#x}")
+    got = dict(net_id=await tb.rd("net_id"), build_params=await tb.rd("build_params"),
+               engine_info=await tb.rd("engine_info"))
+    tb.write_result(**got, frames=results)
+    tb.check(got["net_id"] == m["network_id_int"], f"net_id {got['net_id']:#x} != manifest {m['network_id_int']:#x}")
+    tb.check(got["build_params"] == e["build_params"], f"build_params {got['build_params']:#x} != {e['build_params']:#x}")
+    want_info = e["engine_info_rtl"] if tb.kind == "rtl" else e["engine_info_hls"]
+    tb.check(got["engine_info"] == want_info, f"engine_info {got['engine_info']:#x} != {want_info:#x}")
 
 
 @cocotb.test(timeout_time=TIMEOUT_MS, timeout_unit="ms")
 async def layer_cycles(dut):
-    """Per-layer cycles = co_groups*out_size^2*k^2*ci_chunks + LAYER_OVERHEAD; frame total by formula."""
+    """One frame; the measured cycles of every layer and of the frame (RTL twin)."""
     tb = TB(dut)
     if tb.kind != "rtl":
-        tb.write_result(skipped="the HLS engine has no layer profiling registers")
+        tb.write_result(skipped="the HLS engine has no cycle counters")
         return
     await tb.reset()
+    await tb.set_bases()
     frames = tb.ex.frames(1, "vectors")[0]
     await tb.start()
     await tb.send(tb.frame_bytes(frames[0]))
     got = await tb.recv_logits()
     tb.check(np.array_equal(got, tb.ex.golden(frames)[0]), "logits differ from golden")
-    tb.check(await tb.rd("layer_cycles_ctrl") == 1, "layer_cycles_ap_vld not set")
-    rows = []
-    for i, l in enumerate(tb.ex.man["layers"]):
-        await tb.wr("layer_sel", i)
-        c = await tb.rd("layer_cycles")
-        rows.append(dict(name=l["name"], cycles=c, mac_cycles=l["hw_cycles"], overhead=c - l["hw_cycles"]))
+    rows = await tb.layer_figures()
     await tb.wr("layer_sel", len(rows))
     beyond = await tb.rd("layer_cycles")
-    cyc = await tb.rd("cycles_last")
-    want = tb.expected_frame_cycles([r["cycles"] for r in rows])
-    tb.write_result(layers=rows, cycles_last=cyc, expected_cycles_last=want,
-                    mac_cycles=tb.ex.man["cycles_mac_array"])
-    for r in rows:
-        tb.check(r["overhead"] == LAYER_OVERHEAD,
-                 f"layer {r['name']}: {r['cycles']} cycles = {r['mac_cycles']} + {r['overhead']}, "
-                 f"expected overhead {LAYER_OVERHEAD}")
+    fig = await tb.frame_figures()
+    tb.write_result(layers=rows, beyond=beyond, **fig)
     tb.check(beyond == 0, f"layer_cycles for layer_sel >= N_LAYERS = {beyond}, expected 0")
-    tb.check(cyc == want, f"cycles_last {cyc} != formula {want}")
+    tb.check(all(r["cycles"] >= r["mac_cycles"] for r in rows), "a layer took fewer cycles than its MAC steps")
 
 
 @cocotb.test(timeout_time=TIMEOUT_MS, timeout_unit="ms")
 async def reset_mid_frame(dut):
-    """ap_rst_n low in the middle of a frame; everything resets; the next frame is right."""
+    """ap_rst_n low while a frame streams in, while it computes, and while its output streams out:
+    everything resets (counters included) and the next frame is right."""
     tb = TB(dut)
     await tb.reset()
-    frames = tb.ex.frames(3, "random:5")[0]
+    await tb.set_bases()
+    frames = tb.ex.frames(4, "random:5")[0]
     expected = tb.ex.golden(frames)
-    # one good frame first, so that counters are non-zero
     await tb.start()
     await tb.send(tb.frame_bytes(frames[0]))
-    got0 = await tb.recv_logits()
-    tb.check(np.array_equal(got0, expected[0]), "frame before reset wrong")
-    # half a frame, then reset
+    tb.check(np.array_equal(await tb.recv_logits(), expected[0]), "frame before reset wrong")
+    log = {}
+    # 1) half a frame in, then reset
     await tb.start(auto_restart=True)
     await tb.source.send(AxiStreamFrame(tb.frame_bytes(frames[1])))
-    beats = tb.in_beats
-    for _ in range(beats // 2 + 3):
+    for _ in range(tb.ex.in_bytes // 8):
         await RisingEdge(dut.ap_clk)
     tb.source.clear()
     await tb.reset(cycles=5)
-    regs = {k: await tb.rd(k) for k in ("AP_CTRL", "frames_done", "status", "cycles_last", "ISR", "GIE")}
-    tb.check(regs["frames_done"] == 0, f"frames_done {regs['frames_done']} after reset")
-    tb.check(regs["AP_CTRL"] & 0x81 == 0 and regs["AP_CTRL"] & 0x4, f"AP_CTRL {regs['AP_CTRL']:#x} after reset")
+    regs = {k: await tb.rd(k) for k in ("AP_CTRL", "frames_done", "status", "ISR", "GIE", "wts")}
+    log["after_input_reset"] = regs
+    tb.check(regs["frames_done"] == 0 and regs["status"] == 0, f"counters not cleared by reset: {regs}")
+    tb.check(regs["AP_CTRL"] & E.ap_ctrl_mask("ap_start", "auto_restart") == 0 and
+             regs["AP_CTRL"] & E.ap_ctrl_mask("ap_idle"), f"AP_CTRL {regs['AP_CTRL']:#x} after reset")
     tb.check(tb.sink.count() == 0, "output produced for the interrupted frame")
-    # mid-compute reset too: a whole frame in, reset while the engine computes
+    dut._log.warning('reset_mid_frame: part 2')
+    # 2) a whole frame in, reset while it computes
+    await tb.set_bases()
     await tb.start()
     await tb.send(tb.frame_bytes(frames[1]))
+    if _env("ZQ_DEBUG_RESET"):
+        await ClockCycles(dut.ap_clk, 2000)
+        for n in ("state", "li", "ap_start", "u_stem.istate", "u_stem.bstate", "u_wdma.active", "u_wdma.q_beat",
+                  "u_wdma.p_beat", "u_wdma.hdr_ok", "u_wdma.cached", "u_core.u_loop.state", "abort", "s_axis_in_TREADY"):
+            obj = dut
+            for part in n.split("."):
+                obj = getattr(obj, part)
+            dut._log.warning(f"{n} = {obj.value}")
     await tb.source.wait()
     await ClockCycles(dut.ap_clk, 40)
     await tb.reset(cycles=3)
     tb.check(tb.sink.count() == 0, "output produced for the frame interrupted while computing")
-    # clean frame
+    dut._log.warning('reset_mid_frame: part 3')
+    # 3) reset during the output phase: hold TREADY low so the frame waits in the output stage
+    await tb.set_bases()
+    tb.sink.pause = True
     await tb.start()
     await tb.send(tb.frame_bytes(frames[2]))
+    for _ in range(200000):
+        await RisingEdge(dut.ap_clk)
+        if int(dut.m_axis_out_TVALID.value):
+            break
+    tb.check(int(dut.m_axis_out_TVALID.value) == 1, "no output beat while TREADY is held low")
+    await ClockCycles(dut.ap_clk, 3)
+    await tb.reset(cycles=3)
+    tb.sink.clear()
+    tb.sink.pause = False
+    await ClockCycles(dut.ap_clk, 10)
+    tb.check(int(dut.m_axis_out_TVALID.value) == 0, "TVALID still high after reset in the output phase")
+    log["after_output_reset"] = {k: await tb.rd(k) for k in ("frames_done", "status")}
+    tb.check(log["after_output_reset"]["frames_done"] == 0, "frames_done counted the frame reset in its output phase")
+    dut._log.warning('reset_mid_frame: part 4')
+    # clean frame
+    await tb.set_bases()
+    await tb.start()
+    await tb.send(tb.frame_bytes(frames[3]))
     got = await tb.recv_logits()
     fd = await tb.rd("frames_done")
-    tb.write_result(regs_after_reset=regs, logits=got, expected=expected[2], frames_done=fd)
-    tb.check(np.array_equal(got, expected[2]), f"frame after reset: {got.tolist()} != {expected[2].tolist()}")
+    tb.write_result(log=log, logits=got, expected=expected[3], frames_done=fd)
+    tb.check(np.array_equal(got, expected[3]), f"frame after reset: {got.tolist()} != {expected[3].tolist()}")
     tb.check(fd == 1, f"frames_done {fd} != 1 after reset + one frame")
 
 
 @cocotb.test(timeout_time=TIMEOUT_MS, timeout_unit="ms")
 async def protocol_errors(dut):
-    """Short and long frames: status bits, error frame, next frame correct; also back to back."""
+    """Short frame, long frame, missing TLAST: status bits, error frames, exactly one output per input
+    frame, and the next frame right; also back to back under auto_restart."""
     tb = TB(dut)
     await tb.reset()
+    await tb.set_bases()
     frames = tb.ex.frames(4, "random:9")[0]
     expected = tb.ex.golden(frames)
     nb = tb.ex.in_bytes
-    err_frame = np.full(tb.ex.classes, ERR_VALUE, np.int64)
+    errf = np.full(tb.ex.classes, ERR, np.int64)
+    short, long_ = E.STATUS["short_frame"].mask, E.STATUS["long_frame"].mask
     log = []
 
-    async def one(data: bytes, want_status: int, want: np.ndarray, what: str):
+    async def one(data: bytes, want_flags: int, want: np.ndarray, what: str):
         await tb.start()
         await tb.send(data)
         got = await tb.recv_logits()
         st = await tb.rd("status")
         log.append(dict(what=what, status=st, logits=got))
-        tb.check(st == want_status, f"{what}: status {st} != {want_status}")
+        tb.check(st & E.STATUS_FLAGS_MASK == want_flags, f"{what}: status {st:#x}, flags {want_flags:#x} expected")
         tb.check(np.array_equal(got, want), f"{what}: output {got.tolist()} != {want.tolist()}")
 
-    short = tb.frame_bytes(frames[0])[: nb - 8]          # TLAST two beats early
-    long_ = tb.frame_bytes(frames[0]) + bytes(range(12))  # three beats too many
-    await one(short, 1, err_frame, "short frame")
+    await one(tb.frame_bytes(frames[0])[: nb - 8], short, errf, "short frame")
     await one(tb.frame_bytes(frames[1]), 0, expected[1], "good frame after short")
-    await one(long_, 2, err_frame, "long frame")
+    await one(tb.frame_bytes(frames[0]) + bytes(range(12)), long_, errf, "long frame")
     await one(tb.frame_bytes(frames[2]), 0, expected[2], "good frame after long")
-    await one(tb.frame_bytes(frames[3])[:4], 1, err_frame, "one-beat frame")
-    # back to back in auto-restart mode: exactly one output frame per input frame, in order
-    seq = [(tb.frame_bytes(frames[1]), expected[1]), (short, err_frame), (long_, err_frame),
-           (tb.frame_bytes(frames[3]), expected[3])]
+    await one(tb.frame_bytes(frames[3])[:4], short, errf, "one-beat frame")
+    st = await tb.rd("status")
+    tb.check(st >> E.STATUS_ERRCNT_SHIFT == 3, f"error-frame count {st >> E.STATUS_ERRCNT_SHIFT} != 3")
+    # missing TLAST: 3 frames in (the first without TLAST) -> 3 frames out, the third right
     fd0 = await tb.rd("frames_done")
     await tb.start(auto_restart=True)
-    for data, _ in seq:
-        await tb.send(data)
-    outs = [await tb.recv_logits() for _ in seq]
+    # frame 1 without TLAST: its bytes and frame 2's in one stream packet (TLAST only at its end)
+    await tb.source.send(AxiStreamFrame(tb.frame_bytes(frames[1]) + tb.frame_bytes(frames[2])))
+    await tb.send(tb.frame_bytes(frames[3]))
+    outs = [await tb.recv_logits() for _ in range(3)]
     await tb.wr("AP_CTRL", 0)
     await ClockCycles(dut.ap_clk, 50)
     fd = await tb.rd("frames_done")
-    tb.write_result(log=log, auto_outputs=outs, frames_done=fd)
-    for i, ((_, want), got) in enumerate(zip(seq, outs)):
-        tb.check(np.array_equal(got, want), f"auto-restart frame {i}: {got.tolist()} != {want.tolist()}")
-    tb.check(fd - fd0 == len(seq), f"frames_done advanced by {fd - fd0}, expected {len(seq)}")
+    tb.write_result(log=log, missing_tlast=outs, frames_done=fd - fd0)
+    tb.check(np.array_equal(outs[0], errf) and np.array_equal(outs[1], errf),
+             f"missing TLAST: outputs {outs[0][:3]}, {outs[1][:3]}: expected two error frames")
+    tb.check(np.array_equal(outs[2], expected[3]), "missing TLAST: the frame after it is wrong")
+    tb.check(fd - fd0 == 3, f"missing TLAST: frames_done advanced by {fd - fd0}, expected 3")
     tb.check(tb.sink.count() == 0, "extra output frames")
+
+
+@cocotb.test(timeout_time=TIMEOUT_MS, timeout_unit="ms")
+async def ddr_faults(dut):
+    """A read error on the weights, a write error on the activations (when the network writes DDR),
+    a base address out of range, a weight image of another network: each sets its status bit,
+    answers the frame with an error frame, and the next frame is right."""
+    tb = TB(dut)
+    await tb.reset()
+    await tb.set_bases()
+    frames = tb.ex.frames(2, "random:3")[0]
+    expected = tb.ex.golden(frames)
+    errf = np.full(tb.ex.classes, ERR, np.int64)
+    log = []
+
+    async def one(frame_i: int, flag: str | None, what: str):
+        dut._log.warning(f"ddr_faults: {what}")
+        await tb.start()
+        await tb.send(tb.frame_bytes(frames[frame_i]))
+        got = await tb.recv_logits(timeout_cycles=5_000_000)
+        st = await tb.rd("status")
+        log.append(dict(what=what, status=st))
+        if flag is None:
+            tb.check(st & E.STATUS_FLAGS_MASK == 0, f"{what}: status {st:#x}")
+            tb.check(np.array_equal(got, expected[frame_i]), f"{what}: logits differ from golden")
+        else:
+            tb.check(st & E.STATUS[flag].mask, f"{what}: status {st:#x} lacks {flag}")
+            tb.check(np.array_equal(got, errf), f"{what}: not an error frame: {got[:4]}")
+
+    img = len(tb.ex.weights)
+    hdr = tb.ex.man["memory"]["header_bytes"]
+    # 1) SLVERR on a weight word (the cache, if any, is dropped by rewriting the base)
+    tb.ddr.wts.fail_reads(WTS_BASE + hdr, WTS_BASE + hdr + 64)
+    await tb.set_bases()
+    await one(0, "axi_read_error", "weight read error")
+    tb.ddr.wts.clear_faults()
+    await one(1, None, "good frame after a read error")
+    # 2) SLVERR on an activation write, if the network writes DDR tensors
+    if tb.ex.man["memory"]["scratch_bytes"]:
+        tb.ddr.act.fail_writes(ACT_BASE, ACT_BASE + 4096)
+        await one(0, "axi_write_error", "activation write error")
+        tb.ddr.act.clear_faults()
+        await one(1, None, "good frame after a write error")
+    # 3) a weights address past the end of the DDR window
+    bursts = tb.ddr.wts.read.bursts
+    await tb.set_bases(wts=E.DDR_WINDOW_BYTES - 4096 * (img // 4096))   # the image runs past the window
+    await one(0, "address_range", "weights address out of range")
+    tb.check(tb.ddr.wts.read.bursts == bursts, "the engine read from an out-of-range address")
+    await tb.set_bases()
+    await one(1, None, "good frame after an address error")
+    # 4) a weight image whose network ID is not this engine's
+    bad = bytearray(tb.ex.weights[:hdr])
+    bad[8] ^= 0xFF
+    tb.ddr.load(WTS_BASE, bytes(bad))
+    await tb.set_bases()
+    await one(0, "weight_image", "weight image of another network")
+    tb.ddr.load(WTS_BASE, tb.ex.weights[:hdr])
+    await tb.set_bases()
+    await one(1, None, "good frame after a foreign weight image")
+    tb.write_result(log=log, image_bytes=img)
+
+
+@cocotb.test(timeout_time=TIMEOUT_MS, timeout_unit="ms", skip=_env("ZQ_DEBUG") is None)
+async def debug_state(dut):
+    """Debugging aid (ZQ_DEBUG=<cycles>): one frame, then the internal state after that many cycles."""
+    tb = TB(dut)
+    await tb.reset()
+    await tb.set_bases()
+    frames = tb.ex.frames(1, "vectors")[0]
+    await tb.start()
+    cocotb.start_soon(tb.send(tb.frame_bytes(frames[0])))
+    names = _env("ZQ_DEBUG_SIGNALS", "").split(",")
+    trace = []
+    for c in range(int(_env("ZQ_DEBUG"))):
+        await RisingEdge(dut.ap_clk)
+        if c % int(_env("ZQ_DEBUG_EVERY", "100")) == 0:
+            row = {}
+            for n in names:
+                if not n:
+                    continue
+                obj = dut
+                for part in n.split("."):
+                    obj = getattr(obj, part)
+                try:
+                    row[n] = int(obj.value)
+                except ValueError:
+                    row[n] = str(obj.value)
+            trace.append((c, row))
+    tb.write_result(trace=trace, out_frames=tb.sink.count())

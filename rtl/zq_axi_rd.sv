@@ -1,0 +1,87 @@
+// zq_axi_rd: AXI4 burst reader. One command = one INCR burst of `cmd_beats`
+// beats (1..16) of DATA_W bits at `cmd_addr` (the caller keeps bursts inside a
+// 4 KiB page). At most MAX_OUT bursts are outstanding; responses come back in
+// order (one ID) and are handed on beat by beat through a register slice,
+// each with `out_last` (last beat of its burst) and `out_err` (RRESP was
+// SLVERR or DECERR). `idle` is high when no burst is outstanding.
+`default_nettype none
+
+module zq_axi_rd #(
+    parameter ADDR_W  = 32,
+    parameter DATA_W  = 64,
+    parameter MAX_OUT = 8
+) (
+    input  wire              clk,
+    input  wire              rst,
+    // commands
+    input  wire              cmd_valid,
+    output logic             cmd_ready,
+    input  wire [ADDR_W-1:0] cmd_addr,
+    input  wire [4:0]        cmd_beats,
+    // AXI4 read address / data channels
+    output logic             m_arvalid,
+    input  wire              m_arready,
+    output logic [ADDR_W-1:0] m_araddr,
+    output logic [7:0]       m_arlen,
+    input  wire              m_rvalid,
+    output logic             m_rready,
+    input  wire [DATA_W-1:0] m_rdata,
+    input  wire              m_rlast,
+    input  wire [1:0]        m_rresp,
+    // data out
+    output logic             out_valid,
+    input  wire              out_ready,
+    output logic [DATA_W-1:0] out_data,
+    output logic             out_last,
+    output logic             out_err,
+    output logic             idle
+);
+
+    localparam OUT_W = $clog2(MAX_OUT + 1);
+
+    initial begin
+        if (DATA_W != 64 && DATA_W != 32 && DATA_W != 128) $error("zq_axi_rd: DATA_W=%0d", DATA_W);
+    end
+
+    logic [OUT_W-1:0] outstanding;
+    wire ar_hs = m_arvalid && m_arready;
+    wire r_hs  = m_rvalid && m_rready;
+    wire r_end = r_hs && m_rlast;
+
+    // address channel: one registered request
+    assign cmd_ready = !m_arvalid && (outstanding < OUT_W'(MAX_OUT));
+    always_ff @(posedge clk) begin
+        if (rst) begin
+            m_arvalid <= 1'b0;
+        end else if (cmd_valid && cmd_ready) begin
+            m_arvalid <= 1'b1;
+            m_araddr  <= cmd_addr;
+            m_arlen   <= 8'(cmd_beats - 5'd1);
+        end else if (ar_hs) begin
+            m_arvalid <= 1'b0;
+        end
+    end
+
+    always_ff @(posedge clk) begin
+        if (rst) outstanding <= '0;
+        else     outstanding <= outstanding + OUT_W'(ar_hs) - OUT_W'(r_end);
+    end
+
+    // data channel: register slice
+    assign m_rready = !out_valid || out_ready;
+    always_ff @(posedge clk) begin
+        if (rst) begin
+            out_valid <= 1'b0;
+        end else if (m_rready) begin
+            out_valid <= m_rvalid;
+            out_data  <= m_rdata;
+            out_last  <= m_rlast;
+            out_err   <= m_rresp[1];
+        end
+    end
+
+    assign idle = (outstanding == '0) && !m_arvalid;
+
+endmodule
+
+`default_nettype wire

@@ -1,0 +1,252 @@
+// zq_core: the compute datapath of one layer: loop generator, the activation
+// and weight-ring reads, the MAC array, the requantizer and the write-back.
+//
+//   S0   step from zq_loop_gen (addresses, flags)
+//   S3   activation word (zq_act_mem, 3 cycles) and weight word (ring RAM 2 cycles + a register)
+//   S11  accumulators (zq_mac_array, 8 cycles)
+//   S15  requantized outputs (zq_requant, 4 cycles)
+//   S16  write-back: activation RAM (port A), the DDR output FIFO, or the GAP RAM
+//
+// The destination addresses of a step are computed at S1 from its group and
+// pixel and travel with it. DDR results are N_PE-byte units with their byte
+// address and the number of units left in their contiguous run (the band's
+// rows of one channel group), which zq_out_dma turns into bursts.
+`default_nettype none
+
+module zq_core #(
+    parameter N_PE    = 16,
+    parameter N_CI    = 8,
+    parameter ROW_W   = 12,
+    parameter WR_W    = 9,
+    parameter GAP_ROWS = 1,
+    parameter WPG     = N_PE / N_CI,
+    parameter BANK_W  = (WPG > 1) ? $clog2(WPG) : 1,
+    parameter GR_W    = (GAP_ROWS > 1) ? $clog2(GAP_ROWS) : 1,
+    parameter OUT_W   = 18
+) (
+    input  wire                   clk,
+    input  wire                   rst,
+    input  wire                   start,          // layer constants valid: run the layer
+    input  wire                   abort,
+    output logic                  busy,           // steps still to issue or in flight
+    // layer constants
+    input  wire [4:0]             lg_in,
+    input  wire [4:0]             lg_out,
+    input  wire                   k3,
+    input  wire                   s2,
+    input  wire [9:0]             ci_chunks,
+    input  wire [9:0]             co_groups,
+    input  wire [5:0]             co_last,
+    input  wire [4:0]             lg_band,
+    input  wire                   ring_fed,
+    input  wire                   src_signed,
+    input  wire [ROW_W-1:0]       src_base,
+    input  wire [4:0]             src_lg_rows,
+    input  wire [10:0]            in_rows,
+    input  wire [1:0]             dst_kind,
+    input  wire [ROW_W-1:0]       dst_base,
+    input  wire [9:0]             dst_cw0,
+    input  wire [7:0]             dst_cg0,
+    input  wire [31:0]            dst_addr,       // DST_DDR: DDR byte address of the destination tensor
+    input  wire [23:0]            w_off,
+    input  wire [11:0]            w_blk,
+    input  wire                   w_res,
+    input  wire signed [31:0]     rq_rnd,
+    input  wire                   rq_shr,
+    input  wire [4:0]             rq_sh,
+    input  wire                   relu,
+    input  wire signed [OUT_W-1:0] out_lo,
+    input  wire signed [OUT_W-1:0] out_hi,
+    // flow control
+    input  wire [10:0]            rows_avail,
+    output logic [10:0]           rows_release,
+    input  wire [23:0]            w_loaded,
+    output logic [23:0]           w_release,
+    input  wire                   out_full,
+    output logic                  stall_mem,
+    // activation RAM read and write port A
+    output logic                  act_rd_en,
+    output logic [BANK_W-1:0]     act_rd_bank,
+    output logic [ROW_W-1:0]      act_rd_row,
+    output logic                  act_rd_zero,
+    input  wire [N_CI*8-1:0]      act_rd_data,
+    output logic [WPG-1:0]        act_wr_en,
+    output logic [WPG*ROW_W-1:0]  act_wr_row,
+    output logic [N_PE*8-1:0]     act_wr_data,
+    // weight ring read
+    output logic                  w_rd_en,
+    output logic [WR_W-1:0]       w_rd_addr,
+    input  wire [N_PE*N_CI*8-1:0] w_rd_data,
+    // DDR results
+    output logic                  ddr_valid,
+    output logic [31:0]           ddr_addr,
+    output logic [15:0]           ddr_left,
+    output logic [N_PE*8-1:0]     ddr_data,
+    // GAP RAM write
+    output logic                  gap_wr_en,
+    output logic [GR_W-1:0]       gap_wr_row,
+    output logic [N_PE*32-1:0]    gap_wr_data
+);
+
+    localparam NV_W = $clog2(N_PE + 1);
+    localparam LWPG = (WPG > 1) ? $clog2(WPG) : 0;
+    localparam LPE  = $clog2(N_PE);
+    localparam LAT  = 15;     // S0 -> S15
+
+    initial begin
+        if (N_PE % N_CI != 0) $error("zq_core: N_PE=%0d must be a multiple of N_CI=%0d", N_PE, N_CI);
+        if ((N_PE & (N_PE - 1)) != 0 || (N_CI & (N_CI - 1)) != 0) $error("zq_core: N_PE, N_CI must be powers of two");
+    end
+
+    // ---- the loop nest ------------------------------------------------------------
+    logic              s_valid, s_bias, s_first, s_last, s_blk_last, s_zero;
+    logic [BANK_W-1:0] s_bank;
+    logic [ROW_W-1:0]  s_row;
+    logic [WR_W-1:0]   s_waddr;
+    logic [9:0]        s_g;
+    logic [19:0]       s_pix;
+    logic [NV_W-1:0]   s_nvalid;
+    logic              lg_busy;
+
+    zq_loop_gen #(.N_PE(N_PE), .WPG(WPG), .ROW_W(ROW_W), .WR_W(WR_W)) u_loop (
+        .clk(clk), .rst(rst), .start(start), .abort(abort), .busy(lg_busy),
+        .lg_in(lg_in), .lg_out(lg_out), .k3(k3), .s2(s2), .ci_chunks(ci_chunks), .co_groups(co_groups),
+        .co_last(co_last), .lg_band(lg_band), .ring_fed(ring_fed), .src_base(src_base), .src_lg_rows(src_lg_rows),
+        .in_rows(in_rows), .w_off(w_off), .w_blk(w_blk), .w_res(w_res),
+        .rows_avail(rows_avail), .rows_release(rows_release), .w_loaded(w_loaded), .w_release(w_release),
+        .out_full(out_full), .stall_mem(stall_mem),
+        .s_valid(s_valid), .s_bias(s_bias), .s_first(s_first), .s_last(s_last), .s_blk_last(s_blk_last),
+        .s_bank(s_bank), .s_row(s_row), .s_zero(s_zero), .s_waddr(s_waddr), .s_g(s_g), .s_pix(s_pix),
+        .s_nvalid(s_nvalid)
+    );
+
+    assign act_rd_en   = s_valid;
+    assign act_rd_bank = s_bank;
+    assign act_rd_row  = s_row;
+    assign act_rd_zero = s_zero;
+    assign w_rd_en     = s_valid || s_bias;
+    assign w_rd_addr   = s_waddr;
+
+    // ---- S3: weight word registered to meet the activation word --------------------
+    logic [N_PE*N_CI*8-1:0] w3;
+    always_ff @(posedge clk) w3 <= w_rd_data;
+
+    logic [3:1] v_s, b_s, f_s;
+    always_ff @(posedge clk) begin
+        if (rst || abort) begin
+            v_s <= '0;
+            b_s <= '0;
+        end else begin
+            v_s <= {v_s[2:1], s_valid};
+            b_s <= {b_s[2:1], s_bias};
+        end
+        f_s <= {f_s[2:1], s_first};
+    end
+
+    // ---- MAC array and requantizer ---------------------------------------------------
+    logic [N_PE*32-1:0]    acc;
+    logic                  acc_valid;
+    logic [N_PE*OUT_W-1:0] y;
+    zq_mac_array #(.N_PE(N_PE), .N_CI(N_CI), .ACC_W(32)) u_mac (
+        .clk(clk), .rst(rst || abort), .in_valid(v_s[3]), .in_first(f_s[3]), .in_bias(b_s[3]),
+        .act_signed(src_signed), .act(act_rd_data), .wgt(w3), .out_valid(acc_valid), .out_acc(acc)
+    );
+    zq_requant #(.N_PE(N_PE), .ACC_W(32), .OUT_W(OUT_W)) u_rq (
+        .clk(clk), .acc(acc), .rnd(rq_rnd), .shr(rq_shr), .sh(rq_sh), .relu(relu), .lo(out_lo), .hi(out_hi), .y(y)
+    );
+
+    // ---- metadata: destination addresses at S1, carried to S15 -----------------------
+    localparam META_W = 3 + NV_W + WPG + WPG * ROW_W + 32 + 16 + GR_W;
+    logic [META_W-1:0] meta [1:LAT];
+    logic [LAT:1]      mv;            // a MAC step's pixel result at this stage (last step)
+    wire [NV_W:0]      nwords0 = ({1'b0, s_nvalid} + (NV_W+1)'(N_CI - 1)) >> $clog2(N_CI);
+    logic [WPG-1:0]    m_en;
+    logic [WPG*ROW_W-1:0] m_rows;
+    always_comb begin
+        for (int b = 0; b < WPG; b++) begin
+            logic [9:0] w, cw;
+            w  = 10'((b - 32'(dst_cw0)) & (WPG - 1));
+            cw = dst_cw0 + (s_g << LWPG) + w;
+            m_en[b] = w < 10'(nwords0);
+            m_rows[b*ROW_W +: ROW_W] = dst_base + (ROW_W'(cw >> LWPG) << (lg_out + lg_out)) + ROW_W'(s_pix);
+        end
+    end
+    wire [19:0] run_units  = 20'(1) << (lg_band + lg_out);
+    wire [19:0] band_pix0  = (s_pix >> (lg_band + lg_out)) << (lg_band + lg_out);
+    wire [31:0] ddr_unit   = ((32'(dst_cg0) + 32'(s_g)) << (lg_out + lg_out)) + 32'(s_pix);
+    always_ff @(posedge clk) begin
+        if (rst || abort) mv <= '0;
+        else              mv <= {mv[LAT-1:1], s_valid && s_last};
+        meta[1] <= {s_blk_last, s_first, s_last, s_nvalid, m_en, m_rows, dst_addr + (ddr_unit << LPE),
+                    16'(run_units - (s_pix - band_pix0)), GR_W'(dst_cg0) + GR_W'(s_g)};
+        for (int i = 2; i <= LAT; i++) meta[i] <= meta[i-1];
+    end
+
+    wire                  m_blk_last, m_first, m_last;
+    wire [NV_W-1:0]       m_nvalid;
+    wire [WPG-1:0]        m_en15;
+    wire [WPG*ROW_W-1:0]  m_rows15;
+    wire [31:0]           m_addr;
+    wire [15:0]           m_left;
+    wire [GR_W-1:0]       m_grow;
+    assign {m_blk_last, m_first, m_last, m_nvalid, m_en15, m_rows15, m_addr, m_left, m_grow} = meta[LAT];
+
+    // lanes of channels >= the group's valid count are written as 0
+    logic [N_PE*8-1:0] lanes;
+    always_comb begin
+        for (int p = 0; p < N_PE; p++)
+            lanes[p*8 +: 8] = (NV_W'(p) < m_nvalid) ? y[p*OUT_W +: 8] : 8'd0;
+    end
+
+    // ---- S16: write-back ----------------------------------------------------------------
+    logic              gap_fresh;
+    logic [N_PE*32-1:0] psum;
+    logic [N_PE*32-1:0] psum_next;
+    always_comb begin
+        for (int p = 0; p < N_PE; p++)
+            psum_next[p*32 +: 32] = (gap_fresh ? 32'sd0 : $signed(psum[p*32 +: 32])) +
+                                    ((NV_W'(p) < m_nvalid) ? 32'($signed(y[p*OUT_W +: OUT_W])) : 32'sd0);
+    end
+
+    always_ff @(posedge clk) begin
+        act_wr_en <= '0;
+        ddr_valid <= 1'b0;
+        gap_wr_en <= 1'b0;
+        if (rst || abort || start) begin
+            gap_fresh <= 1'b1;
+        end else if (mv[LAT]) begin
+            case (dst_kind)
+                2'd0: begin   // DST_ACT
+                    act_wr_en   <= m_en15;
+                    act_wr_row  <= m_rows15;
+                    for (int b = 0; b < WPG; b++) begin
+                        // bank b holds word w = (b - dst_cw0) mod WPG of the group
+                        act_wr_data[b*N_CI*8 +: N_CI*8] <= lanes[((b - 32'(dst_cw0)) & (WPG - 1))*N_CI*8 +: N_CI*8];
+                    end
+                end
+                2'd1: begin   // DST_DDR
+                    ddr_valid <= 1'b1;
+                    ddr_addr  <= m_addr;
+                    ddr_left  <= m_left;
+                    ddr_data  <= lanes;
+                end
+                default: begin  // DST_GAP: sum the group's pixels, write the sums after its last
+                    psum      <= psum_next;
+                    gap_fresh <= m_blk_last;
+                    if (m_blk_last) begin
+                        gap_wr_en   <= 1'b1;
+                        gap_wr_row  <= m_grow;
+                        gap_wr_data <= psum_next;
+                    end
+                end
+            endcase
+        end
+    end
+
+    assign busy = lg_busy || (|v_s) || (|b_s) || (|mv) || acc_valid;
+
+    wire unused_ok = &{1'b0, m_first, m_last};
+
+endmodule
+
+`default_nettype wire

@@ -1,0 +1,161 @@
+// zq_wdma: the weight DMA. At the start of a frame it reads the weight image
+// header at `base` and checks it against this engine (magic, spec version,
+// network ID, word size, word count, header size); then it streams the image's
+// words, in order, into the weight ring: word i goes to ring address i mod
+// 2^WR_W and may be written once i < release + 2^WR_W (the MAC loop has released
+// the words it overwrites). Bursts are 16 beats (128 bytes, never across a
+// 4 KiB page: the header and every word are 128-byte aligned).
+//
+// Weight cache: when the whole image fits the ring (CACHE=1), the words stay
+// valid across frames until `invalidate` (the host wrote the weights address)
+// or an error; a cached frame reads nothing and `loaded` is the image size at once.
+`include "zq_spec.svh"
+`default_nettype none
+
+module zq_wdma #(
+    parameter WORD_BYTES = 128,     // N_PE * N_CI
+    parameter WR_W       = 9,       // ring address bits
+    parameter N_WORDS    = 1024,    // weight words of the image
+    parameter HDR_BYTES  = 256,
+    parameter [31:0] NET_ID = 32'h0,
+    parameter CACHE      = 0,
+    parameter MAX_OUT    = 8
+) (
+    input  wire               clk,
+    input  wire               rst,
+    input  wire               start,        // frame start
+    input  wire               abort,
+    input  wire               invalidate,
+    input  wire [31:0]        base,
+    input  wire [23:0]        release_words,
+    output logic [23:0]       loaded,       // words in the ring (image index of the next word)
+    output logic              hdr_ok,       // the header of this frame checked out (or the cache holds the image)
+    output logic              hdr_bad,      // the header is not this engine's
+    output logic              err,          // an AXI read error
+    output logic              busy,
+    // weight ring write port
+    output logic              w_wr_en,
+    output logic [WR_W-1:0]   w_wr_addr,
+    output logic [WORD_BYTES*8-1:0] w_wr_data,
+    // AXI4 read
+    output logic              m_arvalid,
+    input  wire               m_arready,
+    output logic [31:0]       m_araddr,
+    output logic [7:0]        m_arlen,
+    input  wire               m_rvalid,
+    output logic              m_rready,
+    input  wire [63:0]        m_rdata,
+    input  wire               m_rlast,
+    input  wire [1:0]         m_rresp,
+    output logic [31:0]       bytes_read
+);
+
+    localparam BPW      = WORD_BYTES / 8;            // beats per word
+    localparam HDR_BEATS = HDR_BYTES / 8;
+    localparam BURST    = 16;
+    localparam [31:0] IMG_BEATS = HDR_BEATS + N_WORDS * BPW;
+
+    initial begin
+        if (WORD_BYTES % 128 != 0 && WORD_BYTES != 64) $error("zq_wdma: WORD_BYTES=%0d", WORD_BYTES);
+        if (HDR_BYTES % 128 != 0) $error("zq_wdma: HDR_BYTES=%0d must be a multiple of 128", HDR_BYTES);
+    end
+
+    logic        cached;          // the ring holds the whole image (CACHE builds)
+    logic        active;
+    logic [31:0] c_base;
+    logic [31:0] q_beat;          // next beat to request
+    logic [31:0] p_beat;          // next beat to receive
+    logic        cmd_ready;
+    // a burst is requested once the ring slots of every word it touches are free
+    wire  [31:0] q_word_end = (q_beat + BURST <= HDR_BEATS) ? 32'd0 : ((q_beat + BURST - HDR_BEATS + BPW - 1) / BPW);
+    wire         room = CACHE ? 1'b1 : (q_word_end <= {8'd0, release_words} + (32'd1 << WR_W));
+    wire         cmd_valid = active && !abort && (q_beat < IMG_BEATS) && room &&
+                             (q_beat < HDR_BEATS || hdr_ok);
+
+    always_ff @(posedge clk) begin
+        if (rst || invalidate) cached <= 1'b0;
+        else if (CACHE != 0 && active && p_beat == IMG_BEATS && hdr_ok && !err_seen) cached <= 1'b1;
+        else if (err_seen || hdr_bad) cached <= 1'b0;
+    end
+
+    logic err_seen;
+    always_ff @(posedge clk) begin
+        if (rst) begin
+            active  <= 1'b0;
+            q_beat  <= '0;
+        end else if (start) begin
+            active  <= !cached;
+            c_base  <= base;
+            q_beat  <= '0;
+        end else begin
+            if (cmd_valid && cmd_ready) q_beat <= q_beat + BURST;
+            if (abort || (p_beat == IMG_BEATS && rd_idle)) active <= 1'b0;
+        end
+    end
+
+    logic        rd_valid, rd_last, rd_err, rd_idle;
+    logic [63:0] rd_data;
+    zq_axi_rd #(.ADDR_W(32), .DATA_W(64), .MAX_OUT(MAX_OUT)) u_rd (
+        .clk(clk), .rst(rst), .cmd_valid(cmd_valid), .cmd_ready(cmd_ready), .cmd_addr(c_base + (q_beat << 3)),
+        .cmd_beats(5'(BURST)),
+        .m_arvalid(m_arvalid), .m_arready(m_arready), .m_araddr(m_araddr), .m_arlen(m_arlen),
+        .m_rvalid(m_rvalid), .m_rready(m_rready), .m_rdata(m_rdata), .m_rlast(m_rlast), .m_rresp(m_rresp),
+        .out_valid(rd_valid), .out_ready(1'b1), .out_data(rd_data), .out_last(rd_last), .out_err(rd_err),
+        .idle(rd_idle)
+    );
+
+    // ---- responses: header words, then weight words --------------------------------
+    logic [BPW*64-1:0] word;
+    logic [31:0]       hdr [0:5];
+    logic [$clog2(BPW+1)-1:0] wbeat;
+    always_ff @(posedge clk) begin
+        w_wr_en <= 1'b0;
+        if (rst || start) begin
+            p_beat   <= '0;
+            wbeat    <= '0;
+            loaded   <= (start && cached) ? 24'(N_WORDS) : 24'd0;
+            hdr_ok   <= start && cached;
+            hdr_bad  <= 1'b0;
+            err_seen <= 1'b0;
+        end else if (rd_valid) begin
+            p_beat <= p_beat + 32'd1;
+            if (rd_err) err_seen <= 1'b1;
+            if (p_beat < 3) begin
+                hdr[2*p_beat]     <= rd_data[31:0];
+                hdr[2*p_beat + 1] <= rd_data[63:32];
+            end
+            if (p_beat == HDR_BEATS - 1) begin
+                if (hdr[`ZQ_HDR_MAGIC] == `ZQ_HEADER_MAGIC && hdr[`ZQ_HDR_SPEC_VERSION] == `ZQ_SPEC_VERSION &&
+                    hdr[`ZQ_HDR_NET_ID] == NET_ID && hdr[`ZQ_HDR_WORD_BYTES] == WORD_BYTES &&
+                    hdr[`ZQ_HDR_N_WORDS] == N_WORDS && hdr[`ZQ_HDR_HEADER_BYTES] == HDR_BYTES && !err_seen && !rd_err)
+                    hdr_ok <= 1'b1;
+                else
+                    hdr_bad <= !(err_seen || rd_err);
+            end
+            if (p_beat >= HDR_BEATS) begin
+                word <= {rd_data, word[BPW*64-1:64]};
+                if (32'(wbeat) == BPW - 1) begin
+                    wbeat     <= '0;
+                    w_wr_en   <= 1'b1;
+                    w_wr_addr <= WR_W'(loaded);
+                    w_wr_data <= {rd_data, word[BPW*64-1:64]};
+                    loaded    <= loaded + 24'd1;
+                end else begin
+                    wbeat <= wbeat + 1'b1;
+                end
+            end
+        end
+    end
+    assign err = err_seen;
+
+    always_ff @(posedge clk) begin
+        if (rst) bytes_read <= '0;
+        else if (rd_valid) bytes_read <= bytes_read + 32'd8;
+    end
+
+    assign busy = active || !rd_idle;
+    wire unused_ok = rd_last;
+
+endmodule
+
+`default_nettype wire
