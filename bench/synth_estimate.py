@@ -1,12 +1,24 @@
-"""Resource estimate of the RTL engine with Yosys (``synth_xilinx -family xc7``).
+"""Resource and timing estimate of the RTL twin with Yosys (``synth_xilinx -family xc7``).
 
     python -m zynqflow.bench.synth_estimate build/zynqnet-mini/export [--out build/zynqnet-mini/resources.json]
 
-Synthesizes ``rtl/`` with the export's parameters and ROM images and writes
-``resources.json``: ``lut`` (logic LUTs + LUT RAM), ``ff``, ``bram36`` (RAMB36
-+ RAMB18/2), ``dsp`` (DSP48E1) and ``fits_xc7z020``. It is a Yosys estimate,
-not a Vivado result: no placement, Yosys' own memory and DSP mapping (Vivado
-usually needs fewer LUTs), no timing.
+Synthesizes ``rtl/`` with the export's ``rtl_params.svh`` and writes
+``resources.json``:
+
+* ``lut`` (logic LUTs + LUT RAM), ``ff``, ``bram36`` (RAMB36 + RAMB18/2), ``dsp``
+  (DSP48E1), ``fits_xc7z020``;
+* ``dsp_unregistered``: DSP48E1 cells without both their M and P pipeline
+  registers (MREG=1 and PREG=1), read from the netlist; the engine's are all
+  registered, so this must be 0;
+* ``timing``: the longest register-to-register path by Yosys ``sta`` over the
+  7-series cell delays in Yosys's ``cells_sim.v`` (from Project X-Ray's Artix-7
+  data): a **logic-only estimate**, with no routing delay and no delay for
+  CARRY4 carry chains (Yosys 0.23 has no timing arcs for them), given with its
+  start and end points; and the deepest path in cells from ``ltp`` (between
+  flip-flops, carry cells counted), as a second, delay-free view.
+
+It is a Yosys estimate, not a Vivado result: no placement, no routing, Yosys's
+own memory and DSP mapping.
 """
 
 from __future__ import annotations
@@ -20,11 +32,11 @@ import sys
 import time
 from pathlib import Path
 
-from zynqflow.sim.rtl_params import write_svh
 from zynqflow.sim.rtl_sim import RTL_DIR, RTL_SOURCES, net_name
 from zynqflow.spec.paths import REPO
 
 XC7Z020 = dict(lut=53200, ff=106400, bram36=140, dsp=220)
+CLOCK_NS = 10.0
 
 
 def parse_stat(text: str) -> dict[str, int]:
@@ -40,7 +52,7 @@ def parse_stat(text: str) -> dict[str, int]:
 def summarize(cells: dict[str, int]) -> dict:
     lut_logic = sum(v for k, v in cells.items() if re.fullmatch(r"LUT[1-6]", k))
     lutram_cells = {k: v for k, v in cells.items() if k.startswith(("RAM32", "RAM64", "RAM128", "RAM256", "SRL"))}
-    # LUTs per LUT-RAM primitive (7-series): RAM32M/RAM64M = 4, RAM32X1D/RAM64X1D = 2, RAM128X1D = 4, RAM256X1S = 4
+    # LUTs per LUT-RAM primitive (7-series)
     per = {"RAM32M": 4, "RAM64M": 4, "RAM32M16": 8, "RAM64M8": 8, "RAM32X1D": 2, "RAM64X1D": 2, "RAM128X1D": 4,
            "RAM256X1S": 4, "RAM32X1S": 1, "RAM64X1S": 1, "RAM128X1S": 2, "SRL16E": 1, "SRLC32E": 1}
     lut_mem = sum(v * per.get(k, 1) for k, v in lutram_cells.items())
@@ -56,19 +68,45 @@ def summarize(cells: dict[str, int]) -> dict:
     return res
 
 
-def run_yosys(export_dir: Path, work: Path, timeout: int = 3600, flatten: bool = True) -> tuple[dict, str]:
+def parse_sta(text: str) -> dict:
+    """The critical path Yosys ``sta`` prints: arrival (ps), the cells on it, start and end."""
+    m = re.search(r"Latest arrival time in '[^']*' is (\d+):", text)
+    if not m:
+        return dict(available=False)
+    path = re.findall(r"^\s+(\d+)\s+(\S+)\s+\((\S+)\)", text[m.end():], re.M)
+    cells = [dict(arrival_ps=int(a), net=n, cell=c) for a, n, c in path]
+    return dict(available=True, logic_delay_ns=int(m.group(1)) / 1000.0, path=cells[:80],
+                start=cells[0]["net"] if cells else None, end=cells[-1]["net"] if cells else None)
+
+
+def parse_ltp(text: str) -> dict:
+    m = re.search(r"Longest topological path in \S+ \(length=(\d+)\):", text)
+    if not m:
+        return dict(available=False)
+    nodes = re.findall(r"^\s+(\$?\S+)\s*$", text[m.end():], re.M)
+    return dict(available=True, depth_cells=int(m.group(1)), nodes=nodes[:60])
+
+
+def run_yosys(export_dir: Path, work: Path, timeout: int = 7200) -> tuple[dict, str]:
     if shutil.which("yosys") is None:
-        raise RuntimeError("yosys not found")
+        raise RuntimeError("yosys not found (Debian: apt-get install yosys)")
+    if not (export_dir / "rtl_params.svh").is_file():
+        raise RuntimeError(f"{export_dir}: no rtl_params.svh (re-run the exporter: make export)")
     work.mkdir(parents=True, exist_ok=True)
-    write_svh(export_dir, work / "rtl_params.svh")
     src = " ".join(str(RTL_DIR / s) for s in RTL_SOURCES)
     script = work / "synth.ys"
     script.write_text("\n".join([
-        f"read_verilog -defer -sv -I{work} {src}",
+        f"read_verilog -defer -sv -I{export_dir} -I{RTL_DIR} {src}",
         "hierarchy -check -top zq_top",
-        f"synth_xilinx -family xc7 -top zq_top{' -flatten' if flatten else ''}",
-        "stat",
-        f"write_verilog -noattr {work / 'zq_top_synth.v'}",
+        "synth_xilinx -family xc7 -top zq_top -flatten",
+        f"tee -o {work / 'stat.txt'} stat",
+        # DSP48E1 cells without MREG or without PREG
+        f"tee -o {work / 'dsp_all.txt'} select -count t:DSP48E1",
+        f"tee -o {work / 'dsp_nomreg.txt'} select -count t:DSP48E1 r:MREG=0",
+        f"tee -o {work / 'dsp_nopreg.txt'} select -count t:DSP48E1 r:PREG=0",
+        f"tee -o {work / 'sta.txt'} sta",
+        "select -set nf t:* t:FD* %d w:* %u",
+        f"tee -o {work / 'ltp.txt'} ltp @nf",
     ]) + "\n")
     log = work / "yosys.log"
     t0 = time.time()
@@ -76,20 +114,34 @@ def run_yosys(export_dir: Path, work: Path, timeout: int = 3600, flatten: bool =
                        timeout=timeout)
     if p.returncode:
         raise RuntimeError(f"yosys failed ({p.returncode}): {p.stderr[-2000:]}; log {log}")
-    text = log.read_text()
-    return dict(seconds=round(time.time() - t0, 1), cells=parse_stat(text)), text
+    return dict(seconds=round(time.time() - t0, 1), cells=parse_stat((work / "stat.txt").read_text())), log.read_text()
 
 
-def estimate(export_dir: Path, out: Path | None = None, timeout: int = 3600) -> dict:
-    export_dir = Path(export_dir)
+def _count(path: Path) -> int:
+    m = re.search(r"(\d+)\s+objects", path.read_text())
+    return int(m.group(1)) if m else 0
+
+
+def estimate(export_dir: Path, out: Path | None = None, timeout: int = 7200, work: Path | None = None) -> dict:
+    export_dir = Path(export_dir).resolve()
     net = net_name(export_dir)
     man = json.loads((export_dir / "manifest.json").read_text())
-    work = REPO / "build" / net / "synth_yosys"
+    work = Path(work) if work else REPO / "build" / net / "synth_yosys"
     info, _ = run_yosys(export_dir, work, timeout)
     res = summarize(info["cells"])
-    res.update(label="Yosys estimate (synth_xilinx -family xc7), not a Vivado result", tool="yosys",
-               yosys_seconds=info["seconds"], network=net, engine=man["engine"], export=str(export_dir),
-               device="xc7z020", device_limits=XC7Z020, cells=info["cells"])
+    dsp_nom, dsp_nop = _count(work / "dsp_nomreg.txt"), _count(work / "dsp_nopreg.txt")
+    sta = parse_sta((work / "sta.txt").read_text())
+    ltp = parse_ltp((work / "ltp.txt").read_text())
+    res.update(
+        label="Yosys estimate (synth_xilinx -family xc7), not a Vivado result", tool="yosys",
+        yosys_seconds=info["seconds"], network=net, engine=man["engine"], export=str(export_dir),
+        device="xc7z020", device_limits=XC7Z020, cells=info["cells"],
+        dsp_unregistered=max(dsp_nom, dsp_nop), dsp_without_mreg=dsp_nom, dsp_without_preg=dsp_nop,
+        timing=dict(label="logic-only estimate: Yosys sta over the xc7 cell delays of cells_sim.v, no routing, "
+                          "CARRY4 chains counted as zero delay; ltp depth counts cells (carries included)",
+                    clock_ns=CLOCK_NS, sta=sta, ltp=ltp,
+                    within_clock=bool(sta.get("available") and sta["logic_delay_ns"] < CLOCK_NS)),
+    )
     out = Path(out) if out else REPO / "build" / net / "resources.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(res, indent=2) + "\n")
@@ -100,14 +152,19 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("export", help="export directory")
     ap.add_argument("--out", default=None, help="resources.json path (default build/<net>/resources.json)")
-    ap.add_argument("--timeout", type=int, default=3600, help="seconds before yosys is stopped")
+    ap.add_argument("--timeout", type=int, default=7200, help="seconds before yosys is stopped")
     a = ap.parse_args(argv)
     try:
         r = estimate(Path(a.export), Path(a.out) if a.out else None, a.timeout)
     except (RuntimeError, subprocess.TimeoutExpired, OSError, ValueError) as e:
         print(f"synth_estimate: {e}", file=sys.stderr)
         return 2
-    print(json.dumps({k: r[k] for k in ("lut", "ff", "bram36", "dsp", "fits_xc7z020", "yosys_seconds")}))
+    t = r["timing"]
+    print(json.dumps({k: r[k] for k in ("lut", "ff", "bram36", "dsp", "dsp_unregistered", "fits_xc7z020",
+                                          "yosys_seconds")}))
+    if t["sta"].get("available"):
+        print(f"longest logic path (Yosys sta, logic only): {t['sta']['logic_delay_ns']:.2f} ns, "
+              f"{t['sta']['start']} -> {t['sta']['end']}; deepest path {t['ltp'].get('depth_cells')} cells")
     return 0
 
 

@@ -1,18 +1,26 @@
-"""Export directories for the RTL tests: random-weight networks and the
-reference checkpoint, made once and cached under ``build/sim/exports/``."""
+"""Export directories for tests and benches: random-weight networks and the
+reference checkpoint, made once and cached under ``build/sim/exports/``.
+
+A random export is a calibrated random-weight network (the formats come from
+calibration on random frames, so requantization, saturation and signed tensors
+all occur) with random test frames; :func:`variant_config` adds small networks
+that reach the corners of the engine the presets do not."""
 
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
 
 from zynqflow.spec.paths import REPO
 
+from .plan import EngineParams
+
 EXPORT_ROOT = REPO / "build" / "sim" / "exports"
 REFERENCE_CKPT = REPO / "model" / "reference" / "zynqnet-mini" / "fashion-mnist" / "checkpoint.pt"
-FORMAT = 1   # bump to invalidate cached exports
+FORMAT = 3   # bump to invalidate cached exports
 
 
 def _fresh(out: Path, stamp: dict) -> bool:
@@ -20,39 +28,51 @@ def _fresh(out: Path, stamp: dict) -> bool:
     return (out / "manifest.json").exists() and f.exists() and json.loads(f.read_text()) == stamp
 
 
-def random_export(name: str, seed: int = 0, vectors: int = 16, n_pe: int = 16, n_ci: int = 8) -> Path:
-    """A calibrated random-weight ``name`` network, exported with ``vectors`` random test frames."""
-    out = EXPORT_ROOT / f"{name}-random{seed}-pe{n_pe}ci{n_ci}"
-    stamp = dict(kind="random", name=name, seed=seed, vectors=vectors, n_pe=n_pe, n_ci=n_ci, format=FORMAT)
-    if _fresh(out, stamp):
-        return out
+def _export_random(cfg, out: Path, seed: int, vectors: int, engine: EngineParams, stamp: dict) -> Path:
     import torch
 
-    from zynqflow.spec.topology import get_config
-    from zynqflow.export.exporter import EngineParams, export
-    from zynqflow.model.net import qnet_from_model
-    from zynqflow.model.net import ZynqNet
+    from zynqflow.model.net import ZynqNet, qnet_from_model
+
+    from .exporter import export
 
     torch.manual_seed(seed)
-    cfg = get_config(name)
     net = ZynqNet(cfg)
-    x = torch.randint(0, 256, (64, cfg.in_channels, cfg.input_size, cfg.input_size), dtype=torch.uint8)
-    net.calibrate([x.float() / 256])
-    export(qnet_from_model(net), out, x.numpy().transpose(0, 2, 3, 1)[:vectors], EngineParams(n_pe, n_ci))
+    x = torch.randint(0, 256, (max(16, vectors), cfg.in_channels, cfg.input_size, cfg.input_size), dtype=torch.uint8)
+    net.calibrate([x[i:i + 16].float() / 256 for i in range(0, len(x), 16)])
+    export(qnet_from_model(net), out, x.numpy().transpose(0, 2, 3, 1)[:vectors], engine)
     (out / "rtl_export.json").write_text(json.dumps(stamp))
     return out
 
 
-def variant_config(which: str):
-    """Small networks that reach the corners zynqnet-tiny/-mini do not.
+def random_export(name: str, seed: int = 0, vectors: int = 16, n_pe: int = 16, n_ci: int = 8,
+                  input_size: int | None = None, act_kb: int | None = None, wcache_kb: int | None = None) -> Path:
+    """A calibrated random-weight ``name`` network (at ``input_size`` if given), exported for an
+    engine of ``n_pe`` x ``n_ci`` (with an on-chip activation budget of ``act_kb`` KiB: small
+    budgets put tensors in DDR), with ``vectors`` random test frames."""
+    d = EngineParams()
+    engine = EngineParams(n_pe, n_ci, act_kb=act_kb or d.act_kb, wcache_kb=d.wcache_kb if wcache_kb is None
+                          else wcache_kb)
+    tag = f"{name}{'-' + str(input_size) if input_size else ''}-random{seed}-pe{n_pe}ci{n_ci}"
+    tag += (f"-act{act_kb}" if act_kb else "") + (f"-wc{wcache_kb}" if wcache_kb is not None else "")
+    out = EXPORT_ROOT / tag
+    stamp = dict(kind="random", name=name, seed=seed, vectors=vectors, engine=asdict(engine), input_size=input_size,
+                 format=FORMAT)
+    if _fresh(out, stamp):
+        return out
+    from zynqflow.spec.topology import get_config
+    return _export_random(get_config(name, input_size=input_size), out, seed, vectors, engine, stamp)
 
-    ``rgb``: 3-channel input (im2col of 27 channels = 7 words at N_CI=4, NB=4 banks),
+
+def variant_config(which: str):
+    """Small networks that reach the corners the presets do not.
+
+    ``rgb``: 3-channel input (im2col of 27 channels = 7 words at N_CI=4, four banks),
     a signed (no ReLU) intermediate tensor of 10 channels (partial words), a
     concatenation at word offset 2, stride-2 3x3 layers down to 1x1 (GAP shift 0),
-    a head split at channel offset 5. Engine N_PE=16, N_CI=4.
-    ``wide``: 12-channel input (no im2col: 2 words per pixel, 4 padded
-    channels, a 3x3 stem with zero padding on buffer 0), a signed tensor, two
-    output groups with 10 channels. Engine N_PE=8, N_CI=8 (one bank).
+    a head of two parts of 16 channels (10 classes). Engine N_PE=16, N_CI=4.
+    ``wide``: 12-channel input (no im2col: 2 words per pixel, 4 padded channels,
+    a 3x3 stem reading the ring of input rows with zero padding), a signed
+    tensor, two output groups with 10 channels. Engine N_PE=8, N_CI=8 (one bank).
     """
     from zynqflow.spec.topology import INPUT, LayerSpec as L, NetConfig
 
@@ -65,53 +85,43 @@ def variant_config(which: str):
             L("d4", "t3", "d4", 20, 24, k=3, stride=2),
             L("d5", "d4", "d5", 24, 16, k=3, stride=2),
             L("d6", "d5", "d6", 16, 32, k=3, stride=2),
-            L("p1", "d6", "out", 32, 5, k=1, relu=False),
-            L("p2", "d6", "out", 32, 5, k=1, relu=False, dst_offset=5),
-        )), (16, 4)
+            L("p1", "d6", "out", 32, 16, k=1, relu=False),
+            L("p2", "d6", "out", 32, 16, k=1, relu=False, dst_offset=16),
+        )), EngineParams(16, 4)
     if which == "wide":
         return NetConfig(name="rtl-variant-wide", input_size=8, in_channels=12, num_classes=10, layers=(
             L("c1", INPUT, "c1", 12, 16, k=3, stride=1),
             L("c2", "c1", "c2", 16, 8, k=3, stride=2, relu=False),
             L("c3", "c2", "out", 8, 10, k=1, relu=False),
-        )), (8, 8)
+        )), EngineParams(8, 8)
     raise ValueError(f"unknown variant {which!r}")
 
 
 def variant_export(which: str, seed: int = 0, vectors: int = 8) -> Path:
-    cfg, (n_pe, n_ci) = variant_config(which)
-    out = EXPORT_ROOT / f"{cfg.name}-random{seed}-pe{n_pe}ci{n_ci}"
+    cfg, engine = variant_config(which)
+    out = EXPORT_ROOT / f"{cfg.name}-random{seed}-pe{engine.n_pe}ci{engine.n_ci}"
     stamp = dict(kind="variant", which=which, seed=seed, vectors=vectors, format=FORMAT)
     if _fresh(out, stamp):
         return out
-    import torch
-
-    from zynqflow.export.exporter import EngineParams, export
-    from zynqflow.model.net import qnet_from_model
-    from zynqflow.model.net import ZynqNet
-
-    torch.manual_seed(seed)
-    net = ZynqNet(cfg)
-    x = torch.randint(0, 256, (64, cfg.in_channels, cfg.input_size, cfg.input_size), dtype=torch.uint8)
-    net.calibrate([x.float() / 256])
-    export(qnet_from_model(net), out, x.numpy().transpose(0, 2, 3, 1)[:vectors], EngineParams(n_pe, n_ci))
-    (out / "rtl_export.json").write_text(json.dumps(stamp))
-    return out
+    return _export_random(cfg, out, seed, vectors, engine, stamp)
 
 
-def checkpoint_export(ckpt: Path, frames: int = 8, data: str = "fashion-mnist") -> tuple[Path, np.ndarray]:
+def checkpoint_export(ckpt: Path, frames: int = 8, data: str = "fashion-mnist",
+                      engine: EngineParams = EngineParams()) -> tuple[Path, np.ndarray]:
     """Export a trained checkpoint with ``frames`` test-set frames; returns (dir, labels)."""
     from zynqflow.model.data import load_dataset
-    from zynqflow.export.exporter import export, load_checkpoint_qnet
+
+    from .exporter import export, load_checkpoint_qnet
 
     ckpt = Path(ckpt)
-    out = EXPORT_ROOT / f"{ckpt.parent.parent.name}-{ckpt.parent.name}-ckpt"
+    out = EXPORT_ROOT / f"{ckpt.parent.parent.name}-{ckpt.parent.name}-ckpt-pe{engine.n_pe}ci{engine.n_ci}"
     st = ckpt.stat()
     stamp = dict(kind="checkpoint", ckpt=str(ckpt.resolve()), mtime=st.st_mtime_ns, size=st.st_size,
-                 frames=frames, data=data, format=FORMAT)
+                 frames=frames, data=data, engine=asdict(engine), format=FORMAT)
     qnet = load_checkpoint_qnet(ckpt)
     test = load_dataset(data, None, qnet.cfg.input_size).test
     labels = test.labels[:frames]
     if not _fresh(out, stamp):
-        export(qnet, out, test.hwc()[:frames])
+        export(qnet, out, test.hwc()[:frames], engine)
         (out / "rtl_export.json").write_text(json.dumps(stamp))
     return out, labels
