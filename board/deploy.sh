@@ -12,6 +12,11 @@
 #   lib/zynqflow/spec/                                           the torch-free core: numerics, topology,
 #                                                                golden model, engine specification
 #   zynqflow                                                     wrapper: runs the CLI as root with pynq
+#                                                                (XILINX_XRT=/usr unless set; works over ssh,
+#                                                                from cron and systemd, and through a link)
+#   zynqflow.json                                                {"export": "<NET>"}: the CLI's default export
+# and links /usr/local/bin/zynqflow -> DEST/zynqflow (passwordless sudo), else ~/.local/bin/zynqflow
+# (then add ~/.local/bin to PATH: the script prints the line), so that `zynqflow` is a command.
 # DRY_RUN=1 stages and lists the files and prints the commands, without connecting;
 # STAGE_DIR=<dir> stages into <dir> and keeps it.
 set -euo pipefail
@@ -20,7 +25,7 @@ repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 for arg in "$@"; do
     case "$arg" in
         BOARD=*|NET=*|BOARD_USER=*|DEST=*|EXPORT=*|BIT=*|DRY_RUN=*|SSH_OPTS=*|STAGE_DIR=*) export "${arg?}" ;;
-        -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
         *) echo "deploy.sh: unknown argument '$arg' (use NAME=value: BOARD, NET, BOARD_USER, DEST, EXPORT, BIT, DRY_RUN)" >&2; exit 2 ;;
     esac
 done
@@ -69,29 +74,50 @@ for f in integers.npz vectors_in.bin vectors_out.bin; do
 done
 cp "$repo"/host/*.py "$stage/lib/zynqflow/host/"
 cp "$repo"/spec/*.py "$stage/lib/zynqflow/spec/"
+printf '{"export": "%s"}\n' "$NET" > "$stage/zynqflow.json"
 cat > "$stage/zynqflow" <<EOF
 #!/bin/sh
 # zynqflow CLI on the board: classify | stream | benchmark | info (see --help)
-D="\$(cd "\$(dirname "\$0")" && pwd)"
+# Also through a link (/usr/local/bin/zynqflow), over ssh, from cron and systemd.
+D="\$(cd "\$(dirname "\$(readlink -f "\$0" 2>/dev/null || echo "\$0")")" && pwd)"
 PY="\${PYNQ_PYTHON:-/usr/local/share/pynq-venv/bin/python3}"
 [ -x "\$PY" ] || PY=python3
+# pynq registers the Zynq device only when XILINX_XRT is set: the PYNQ image sets it for
+# login shells only (/etc/profile.d), not for ssh commands, cron or systemd
+export XILINX_XRT="\${XILINX_XRT:-/usr}"
 export PYTHONPATH="\$D/lib\${PYTHONPATH:+:\$PYTHONPATH}" ZYNQFLOW_EXPORT="\${ZYNQFLOW_EXPORT:-\$D/$NET}"
 if [ "\$(id -u)" -ne 0 ]; then
-    exec sudo -E env PYTHONPATH="\$PYTHONPATH" ZYNQFLOW_EXPORT="\$ZYNQFLOW_EXPORT" "\$PY" -m zynqflow.host.cli "\$@"
+    exec sudo -E env PYTHONPATH="\$PYTHONPATH" ZYNQFLOW_EXPORT="\$ZYNQFLOW_EXPORT" XILINX_XRT="\$XILINX_XRT" \\
+        "\$PY" -m zynqflow.host.cli "\$@"
 fi
 exec "\$PY" -m zynqflow.host.cli "\$@"
 EOF
 chmod +x "$stage/zynqflow"
+# on the board, after the copy: `zynqflow` on PATH (/usr/local/bin with passwordless sudo, else ~/.local/bin)
+link_cmd="if sudo -n ln -sfn '$DEST/zynqflow' /usr/local/bin/zynqflow 2>/dev/null; then echo 'zynqflow-link: /usr/local/bin/zynqflow'; \
+else mkdir -p \"\$HOME/.local/bin\" && ln -sfn '$DEST/zynqflow' \"\$HOME/.local/bin/zynqflow\" \
+&& echo \"zynqflow-link: \$HOME/.local/bin/zynqflow\"; fi"
 
 target="$BOARD_USER@$BOARD"
 echo "deploy.sh: $NET -> $target:$DEST"
 (cd "$stage" && find . -type f | sort | sed 's|^\./|  |')
 if [ "$DRY_RUN" = "1" ]; then
-    echo "deploy.sh: DRY_RUN=1: would run: tar -C <stage> -czf - . | ssh $SSH_OPTS $target 'mkdir -p $DEST && tar -C $DEST -xzf -'"
+    echo "deploy.sh: DRY_RUN=1: would run: tar -C <stage> -czf - . | ssh $SSH_OPTS $target 'mkdir -p $DEST && tar -C $DEST -xzf - && <link>'"
+    echo "deploy.sh: <link>: $link_cmd"
     exit 0
 fi
 command -v ssh >/dev/null 2>&1 || die "ssh not found"
 # shellcheck disable=SC2086
-tar -C "$stage" -czf - . | ssh $SSH_OPTS "$target" "mkdir -p '$DEST' && tar -C '$DEST' -xzf -" \
+copied="$(tar -C "$stage" -czf - . | ssh $SSH_OPTS "$target" "mkdir -p '$DEST' && tar -C '$DEST' -xzf - && { $link_cmd; true; }")" \
     || die "copy to $target:$DEST failed (is the board up, ssh enabled, user $BOARD_USER?)" 1
-echo "deploy.sh: done. On the board:  $DEST/zynqflow info   then   $DEST/zynqflow benchmark --backend pynq,golden"
+link="$(printf '%s\n' "$copied" | sed -n 's/^zynqflow-link: //p' | tail -n 1)"
+case "$link" in
+    /usr/local/bin/zynqflow)
+        echo "deploy.sh: done; $link -> $DEST/zynqflow. On the board:  zynqflow info   then   zynqflow benchmark --backend pynq,golden" ;;
+    "")
+        echo "deploy.sh: done, but no link to $DEST/zynqflow was made. On the board:  $DEST/zynqflow info" ;;
+    *)
+        echo "deploy.sh: done; no passwordless sudo on the board, so the link is $link. Put it on PATH there:"
+        echo "    echo 'export PATH=\"\$HOME/.local/bin:\$PATH\"' >> ~/.bashrc        (or: sudo ln -s $DEST/zynqflow /usr/local/bin/zynqflow)"
+        echo "deploy.sh: then on the board:  zynqflow info   (until then: $DEST/zynqflow info)" ;;
+esac

@@ -36,6 +36,7 @@ from zynqflow.spec.engine import LAYER_FIELDS, SIGNED_FIELDS  # noqa: F401
 from zynqflow.spec.golden import golden_logits
 from zynqflow.spec.numerics import ACC_BITS, acc_bound, acc_fits
 from zynqflow.spec.qnet import QNet
+from zynqflow.spec.recipes import default_recipe
 from zynqflow.spec.topology import INPUT, DesignRuleError, check_rules
 
 FORMAT_VERSION = 1
@@ -334,6 +335,7 @@ def manifest(qnet: QNet, plan: HwPlan, net_id: int, n_vectors: int) -> dict:
                    bytes_per_frame=h * w * c, pixels_per_beat=4),
         output=dict(classes=cfg.num_classes, format=qnet.output_format.to_dict(),
                     dtype=f"int{qnet.output_format.bits}", values_per_beat=1),
+        preprocess=default_recipe(qnet.dataset, (h, w, c)),
         class_names=list(qnet.class_names) or [f"class{i}" for i in range(cfg.num_classes)],
         engine=asdict(plan.engine),
         layers=[dict(name=l.name, src=l.src, dst=l.dst, k=l.k, stride=l.stride, cin=l.cin, cout=l.cout,
