@@ -15,6 +15,10 @@
 #                                                                (XILINX_XRT=/usr unless set; works over ssh,
 #                                                                from cron and systemd, and through a link)
 #   zynqflow.json                                                {"export": "<NET>"}: the CLI's default export
+#   <NET>/<NET>_pynq-z2.json                                     the bitstream's timing record (if built here):
+#                                                                the driver refuses a clock above what it met
+# and NOTEBOOKS (default /home/xilinx/jupyter_notebooks/zynqflow, the image's Jupyter folder) gets
+# notebooks/*.ipynb and zynqflow_paths.json (where DEST's package and bitstream are);
 # and links /usr/local/bin/zynqflow -> DEST/zynqflow (passwordless sudo), else ~/.local/bin/zynqflow
 # (then add ~/.local/bin to PATH: the script prints the line), so that `zynqflow` is a command.
 # DRY_RUN=1 stages and lists the files and prints the commands, without connecting;
@@ -24,8 +28,8 @@ set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 for arg in "$@"; do
     case "$arg" in
-        BOARD=*|NET=*|BOARD_USER=*|DEST=*|EXPORT=*|BIT=*|DRY_RUN=*|SSH_OPTS=*|STAGE_DIR=*) export "${arg?}" ;;
-        -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
+        BOARD=*|NET=*|BOARD_USER=*|DEST=*|EXPORT=*|BIT=*|DRY_RUN=*|SSH_OPTS=*|STAGE_DIR=*|NOTEBOOKS=*) export "${arg?}" ;;
+        -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
         *) echo "deploy.sh: unknown argument '$arg' (use NAME=value: BOARD, NET, BOARD_USER, DEST, EXPORT, BIT, DRY_RUN)" >&2; exit 2 ;;
     esac
 done
@@ -68,12 +72,22 @@ fi
 mkdir -p "$stage/$NET" "$stage/lib/zynqflow/host" "$stage/lib/zynqflow/spec"
 cp "$BIT" "$stage/$NET/${NET}_pynq-z2.bit"
 cp "$HWH" "$stage/$NET/${NET}_pynq-z2.hwh"
+[ -f "${BIT%.bit}.json" ] && cp "${BIT%.bit}.json" "$stage/$NET/${NET}_pynq-z2.json"
 cp "$EXPORT/manifest.json" "$repo/rtl/regmap.json" "$stage/$NET/"
 for f in integers.npz vectors_in.bin vectors_out.bin; do
     [ -f "$EXPORT/$f" ] && cp "$EXPORT/$f" "$stage/$NET/"
 done
 cp "$repo"/host/*.py "$stage/lib/zynqflow/host/"
 cp "$repo"/spec/*.py "$stage/lib/zynqflow/spec/"
+# the Jupyter notebooks (installed into NOTEBOOKS on the board, below), and where they find DEST
+NOTEBOOKS="${NOTEBOOKS:-/home/xilinx/jupyter_notebooks/zynqflow}"
+mkdir -p "$stage/notebooks"
+cp "$repo"/notebooks/*.ipynb "$stage/notebooks/"
+printf '{"lib": "%s", "bitfile": "%s", "images": "images"}\n' "$DEST/lib" "$DEST/$NET/${NET}_pynq-z2.bit" \
+    > "$stage/notebooks/zynqflow_paths.json"
+nb_cmd="{ mkdir -p '$NOTEBOOKS' && cp -r '$DEST/notebooks/.' '$NOTEBOOKS/' \
+|| sudo -n sh -c \"mkdir -p '$NOTEBOOKS' && cp -r '$DEST/notebooks/.' '$NOTEBOOKS/'\"; } 2>/dev/null \
+&& echo 'zynqflow-notebooks: $NOTEBOOKS'"
 printf '{"export": "%s"}\n' "$NET" > "$stage/zynqflow.json"
 cat > "$stage/zynqflow" <<EOF
 #!/bin/sh
@@ -102,15 +116,21 @@ target="$BOARD_USER@$BOARD"
 echo "deploy.sh: $NET -> $target:$DEST"
 (cd "$stage" && find . -type f | sort | sed 's|^\./|  |')
 if [ "$DRY_RUN" = "1" ]; then
-    echo "deploy.sh: DRY_RUN=1: would run: tar -C <stage> -czf - . | ssh $SSH_OPTS $target 'mkdir -p $DEST && tar -C $DEST -xzf - && <link>'"
+    echo "deploy.sh: DRY_RUN=1: would run: tar -C <stage> -czf - . | ssh $SSH_OPTS $target 'mkdir -p $DEST && tar -C $DEST -xzf - && <notebooks> && <link>'"
+    echo "deploy.sh: <notebooks>: $nb_cmd"
     echo "deploy.sh: <link>: $link_cmd"
     exit 0
 fi
 command -v ssh >/dev/null 2>&1 || die "ssh not found"
 # shellcheck disable=SC2086
-copied="$(tar -C "$stage" -czf - . | ssh $SSH_OPTS "$target" "mkdir -p '$DEST' && tar -C '$DEST' -xzf - && { $link_cmd; true; }")" \
+copied="$(tar -C "$stage" -czf - . | ssh $SSH_OPTS "$target" "mkdir -p '$DEST' && tar -C '$DEST' -xzf - && { $nb_cmd; true; } && { $link_cmd; true; }")" \
     || die "copy to $target:$DEST failed (is the board up, ssh enabled, user $BOARD_USER?)" 1
 link="$(printf '%s\n' "$copied" | sed -n 's/^zynqflow-link: //p' | tail -n 1)"
+if printf '%s\n' "$copied" | grep -q '^zynqflow-notebooks: '; then
+    echo "deploy.sh: notebooks in $NOTEBOOKS (Jupyter on the board: zynqflow/zynqflow_pynq_z2.ipynb)"
+else
+    echo "deploy.sh: the notebooks could not be copied to $NOTEBOOKS (they are in $DEST/notebooks)"
+fi
 case "$link" in
     /usr/local/bin/zynqflow)
         echo "deploy.sh: done; $link -> $DEST/zynqflow. On the board:  zynqflow info   then   zynqflow benchmark --backend pynq,golden" ;;

@@ -12,10 +12,13 @@
 #   processing_system7 ps7 (PYNQ-Z2 DDR3/MIO settings, FCLK_CLK0 = 100 MHz)
 #     M_AXI_GP0 -> ctrl_ic (AXI interconnect) -> zq_top_0/s_axi_control  (0x4000_0000)
 #                                             -> axi_dma_0/S_AXI_LITE    (0x4040_0000)
+#                                             -> axi_intc_0/s_axi        (0x4180_0000)
 #   axi_dma_0 (simple mode, no scatter-gather, 32-bit streams, 23-bit length)
 #     M_AXIS_MM2S -> zq_top_0/s_axis_in      zq_top_0/m_axis_out -> S_AXIS_S2MM
 #     M_AXI_MM2S, M_AXI_S2MM -> mem_sc (SmartConnect) -> ps7/S_AXI_HP0 (DDR)
-#   interrupts: xlconcat irq_concat {zq_top_0/interrupt, mm2s_introut, s2mm_introut} -> ps7/IRQ_F2P
+#   interrupts: xlconcat irq_concat {zq_top_0/interrupt, mm2s_introut, s2mm_introut}
+#     -> axi_intc_0/intr (AXI interrupt controller on GP0, 0x4180_0000), axi_intc_0/irq -> ps7/IRQ_F2P[0],
+#     as PYNQ-Z2's base.tcl does: pynq finds interrupt pins only behind an axi_intc (Interrupt, wait_async)
 #   one clock (FCLK_CLK0) and one reset (proc_sys_reset from FCLK_RESET0_N) for everything
 #
 # The PS settings: the TUL PYNQ-Z2 board preset when its board files are
@@ -199,7 +202,7 @@ connect_bd_intf_net [get_bd_intf_pins zq_top_0/m_axis_out] [get_bd_intf_pins axi
 
 # control: GP0 -> AXI interconnect -> {accelerator, DMA registers}
 set ctrl_ic [create_bd_cell -type ip -vlnv xilinx.com:ip:axi_interconnect:2.1 ctrl_ic]
-set_property -dict [list CONFIG.NUM_SI {1} CONFIG.NUM_MI {2}] $ctrl_ic
+set_property -dict [list CONFIG.NUM_SI {1} CONFIG.NUM_MI {3}] $ctrl_ic
 connect_bd_intf_net [get_bd_intf_pins ps7/M_AXI_GP0] [get_bd_intf_pins ctrl_ic/S00_AXI]
 connect_bd_intf_net [get_bd_intf_pins ctrl_ic/M00_AXI] [get_bd_intf_pins zq_top_0/s_axi_control]
 connect_bd_intf_net [get_bd_intf_pins ctrl_ic/M01_AXI] [get_bd_intf_pins axi_dma_0/S_AXI_LITE]
@@ -211,32 +214,39 @@ connect_bd_intf_net [get_bd_intf_pins axi_dma_0/M_AXI_MM2S] [get_bd_intf_pins me
 connect_bd_intf_net [get_bd_intf_pins axi_dma_0/M_AXI_S2MM] [get_bd_intf_pins mem_sc/S01_AXI]
 connect_bd_intf_net [get_bd_intf_pins mem_sc/M00_AXI] [get_bd_intf_pins ps7/S_AXI_HP0]
 
-# interrupts -> IRQ_F2P
+# interrupts -> axi_intc (on GP0) -> IRQ_F2P[0], as PYNQ-Z2's base.tcl: pynq discovers interrupt
+# pins (overlay.interrupt_pins, DMA wait_async, pynq.Interrupt) only behind an AXI interrupt controller
 set irq [create_bd_cell -type ip -vlnv xilinx.com:ip:xlconcat:2.1 irq_concat]
 set_property CONFIG.NUM_PORTS {3} $irq
 connect_bd_net [get_bd_pins zq_top_0/interrupt] [get_bd_pins irq_concat/In0]
 connect_bd_net [get_bd_pins axi_dma_0/mm2s_introut] [get_bd_pins irq_concat/In1]
 connect_bd_net [get_bd_pins axi_dma_0/s2mm_introut] [get_bd_pins irq_concat/In2]
-connect_bd_net [get_bd_pins irq_concat/dout] [get_bd_pins ps7/IRQ_F2P]
+set intc [create_bd_cell -type ip -vlnv xilinx.com:ip:axi_intc:4.1 axi_intc_0]
+connect_bd_intf_net [get_bd_intf_pins ctrl_ic/M02_AXI] [get_bd_intf_pins axi_intc_0/s_axi]
+connect_bd_net [get_bd_pins irq_concat/dout] [get_bd_pins axi_intc_0/intr]
+connect_bd_net [get_bd_pins axi_intc_0/irq] [get_bd_pins ps7/IRQ_F2P]
 
 # clocks and resets
 foreach p {ps7/M_AXI_GP0_ACLK ps7/S_AXI_HP0_ACLK zq_top_0/ap_clk axi_dma_0/s_axi_lite_aclk
-           axi_dma_0/m_axi_mm2s_aclk axi_dma_0/m_axi_s2mm_aclk mem_sc/aclk
-           ctrl_ic/ACLK ctrl_ic/S00_ACLK ctrl_ic/M00_ACLK ctrl_ic/M01_ACLK} {
+           axi_dma_0/m_axi_mm2s_aclk axi_dma_0/m_axi_s2mm_aclk mem_sc/aclk axi_intc_0/s_axi_aclk
+           ctrl_ic/ACLK ctrl_ic/S00_ACLK ctrl_ic/M00_ACLK ctrl_ic/M01_ACLK ctrl_ic/M02_ACLK} {
     connect_bd_net $clk [get_bd_pins $p]
 }
-foreach p {zq_top_0/ap_rst_n axi_dma_0/axi_resetn mem_sc/aresetn
-           ctrl_ic/S00_ARESETN ctrl_ic/M00_ARESETN ctrl_ic/M01_ARESETN} {
+foreach p {zq_top_0/ap_rst_n axi_dma_0/axi_resetn mem_sc/aresetn axi_intc_0/s_axi_aresetn
+           ctrl_ic/S00_ARESETN ctrl_ic/M00_ARESETN ctrl_ic/M01_ARESETN ctrl_ic/M02_ARESETN} {
     connect_bd_net $aresetn [get_bd_pins $p]
 }
 connect_bd_net [get_bd_pins rst_fclk0/interconnect_aresetn] [get_bd_pins ctrl_ic/ARESETN]
 
-# addresses: the accelerator and the DMA registers in GP0, all of DDR for the DMA
+# addresses: the accelerator, the DMA and the interrupt controller registers in GP0 (the
+# controller where base.tcl puts it), all of DDR for the DMA
 assign_bd_address
-set seg_zq  [get_bd_addr_segs -of_objects [get_bd_addr_spaces ps7/Data] -filter {NAME =~ *zq_top_0*}]
-set seg_dma [get_bd_addr_segs -of_objects [get_bd_addr_spaces ps7/Data] -filter {NAME =~ *axi_dma_0*}]
-if {$seg_zq ne ""}  { set_property offset 0x40000000 $seg_zq }
-if {$seg_dma ne ""} { set_property offset 0x40400000 $seg_dma }
+set seg_zq   [get_bd_addr_segs -of_objects [get_bd_addr_spaces ps7/Data] -filter {NAME =~ *zq_top_0*}]
+set seg_dma  [get_bd_addr_segs -of_objects [get_bd_addr_spaces ps7/Data] -filter {NAME =~ *axi_dma_0*}]
+set seg_intc [get_bd_addr_segs -of_objects [get_bd_addr_spaces ps7/Data] -filter {NAME =~ *axi_intc_0*}]
+if {$seg_zq ne ""}   { set_property offset 0x40000000 $seg_zq }
+if {$seg_dma ne ""}  { set_property offset 0x40400000 $seg_dma }
+if {$seg_intc ne ""} { set_property offset 0x41800000 $seg_intc }
 
 validate_bd_design
 save_bd_design

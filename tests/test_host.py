@@ -516,10 +516,16 @@ def test_block_design_tcl_with_mock_vivado(tmp_path, board_files):
                  "connect_bd_intf_net zq_top_0/m_axis_out axi_dma_0/S_AXIS_S2MM",
                  "connect_bd_intf_net ctrl_ic/M00_AXI zq_top_0/s_axi_control",
                  "connect_bd_intf_net mem_sc/M00_AXI ps7/S_AXI_HP0",
-                 "connect_bd_net zq_top_0/interrupt irq_concat/In0", "connect_bd_net irq_concat/dout ps7/IRQ_F2P",
+                 "connect_bd_net zq_top_0/interrupt irq_concat/In0",
+                 "connect_bd_net axi_dma_0/s2mm_introut irq_concat/In2",
+                 # interrupts behind an axi_intc on GP0, where pynq finds them (as base.tcl)
+                 "connect_bd_net irq_concat/dout axi_intc_0/intr", "connect_bd_net axi_intc_0/irq ps7/IRQ_F2P",
+                 "connect_bd_intf_net ctrl_ic/M02_AXI axi_intc_0/s_axi", "CONFIG.NUM_MI 3",
+                 "connect_bd_net ps7/FCLK_CLK0 axi_intc_0/s_axi_aclk",
                  "connect_bd_net ps7/FCLK_CLK0 zq_top_0/ap_clk", "CONFIG.c_include_sg 0",
                  "CONFIG.PCW_FPGA0_PERIPHERAL_FREQMHZ 100", "CONFIG.PCW_USE_S_AXI_HP0 1",
                  "launch_runs impl_1 -to_step write_bitstream", "EXIT 0"]:
         assert line in log, line
+    assert "connect_bd_net irq_concat/dout ps7/IRQ_F2P" not in log       # PYNQ could not discover it
     assert ("apply_bd_automation" in log) == bool(board_files)
     assert ("CONFIG.PCW_UIPARAM_DDR_PARTNO Custom" in log) == (not board_files)      # base.tcl's DDR3 settings
