@@ -42,7 +42,7 @@ import numpy as np
 from .driver import percentiles, throughput
 from .errors import BackendError, ExportFilesError
 from .manifest import DEFAULT_EXPORT, Export
-from .preprocess import content_size, to_frames
+from .preprocess import frames_for
 
 BACKENDS = ("golden", "csim", "rtl", "pynq")
 CLOCKS = {
@@ -354,10 +354,10 @@ class Accelerator:
     def class_names(self) -> list[str]:
         return self.export.class_names
 
-    def preprocess(self, items, invert: bool = False) -> np.ndarray:
-        """Files / images / arrays -> uint8 N x H x W x C (see :mod:`zynqflow.host.preprocess`)."""
-        return to_frames(items, self.export.input_shape, self.export.color, invert,
-                         content=content_size(self.export.input_shape, self.export.dataset))
+    def preprocess(self, items, invert: bool = False, recipe: str | None = "auto") -> np.ndarray:
+        """Files / images / arrays -> uint8 N x H x W x C by the manifest's recipe, as the CLI
+        does (``recipe``: auto, or a recipe name; see :mod:`zynqflow.host.preprocess`)."""
+        return frames_for(self.export, items, invert, recipe)
 
     @staticmethod
     def _sources(items) -> list[str] | None:
@@ -374,14 +374,14 @@ class Accelerator:
                        sources, clock=self.backend.clock, timing=self.backend.timing,
                        bytes_per_frame=self.export.bytes_per_frame, **kw)
 
-    def classify(self, items, invert: bool = False) -> Results:
-        frames = self.preprocess(items, invert)
+    def classify(self, items, invert: bool = False, recipe: str | None = "auto") -> Results:
+        frames = self.preprocess(items, invert, recipe)
         logits, info = self.backend.classify(frames)
         return self._results(logits, self._sources(items), info=info)
 
-    def stream(self, items, invert: bool = False) -> Results:
+    def stream(self, items, invert: bool = False, recipe: str | None = "auto") -> Results:
         """Frames back to back (pipelined on rtl/pynq); the result has fps and latency percentiles."""
-        frames = self.preprocess(items, invert)
+        frames = self.preprocess(items, invert, recipe)
         logits, lat, seconds, info = self.backend.stream(frames)
         if len(logits) != len(frames):
             raise BackendError(f"{self.backend_name}: {len(logits)} results for {len(frames)} frames")

@@ -121,17 +121,18 @@ class ZqOverlay:
     def backend(self) -> str:
         return self.accelerator.backend_name
 
-    def preprocess(self, items, invert: bool = False) -> np.ndarray:
-        """Image files / Pillow images / arrays -> uint8 N x H x W x C frames."""
-        return self.accelerator.preprocess(items, invert)
+    def preprocess(self, items, invert: bool = False, recipe: str | None = "auto") -> np.ndarray:
+        """Image files / Pillow images / arrays -> uint8 N x H x W x C frames (the manifest's
+        recipe unless ``recipe`` names another)."""
+        return self.accelerator.preprocess(items, invert, recipe)
 
-    def classify(self, items, invert: bool = False) -> Results:
+    def classify(self, items, invert: bool = False, recipe: str | None = "auto") -> Results:
         """Classify images or frames, one ``ap_start`` each: ``.labels``, ``.names``, ``.topk(k)``."""
-        return self.accelerator.classify(items, invert)
+        return self.accelerator.classify(items, invert, recipe)
 
-    def stream(self, items, invert: bool = False) -> Results:
+    def stream(self, items, invert: bool = False, recipe: str | None = "auto") -> Results:
         """Frames back to back: logits in order, ``.fps``, ``.latency_ms()``, ``.throughput()``."""
-        return self.accelerator.stream(items, invert)
+        return self.accelerator.stream(items, invert, recipe)
 
     def benchmark(self, frames=None, n: int = 64) -> dict:
         """Throughput test: frames/s and DMA MB/s, accelerator only and including the host.

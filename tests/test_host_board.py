@@ -296,3 +296,25 @@ def test_deploy_installs_notebooks_and_timing(tiny, tmp_path):
                      "images": "images"}
     assert json.loads((stage / "zynqnet-tiny" / "zynqnet-tiny_pynq-z2.json").read_text())["wns_ns"] == 0.4
     assert "cp -r '/opt/zq/notebooks/.' '/home/xilinx/jupyter_notebooks/zq/'" in r.stdout
+
+
+def test_overlay_preprocesses_by_the_manifest_recipe(tmp_path):
+    """ZqOverlay / Accelerator take images through the manifest's recipe, as the CLI does
+    (for a Fashion-MNIST network: trim, resize, centre, negate a light background)."""
+    from PIL import Image
+
+    from zynqflow.host.overlay import ZqOverlay
+    from zynqflow.host.preprocess import frames_for
+
+    if not exports.REFERENCE_CKPT.exists():
+        pytest.skip(f"no reference checkpoint at {exports.REFERENCE_CKPT}")
+    ex = Export(exports.checkpoint_export(exports.REFERENCE_CKPT, frames=8)[0])
+    img = np.full((40, 60), 235, np.uint8)            # a dark object, off centre, on a light background
+    img[10:30, 35:55] = 30
+    Image.fromarray(img, "L").save(tmp_path / "product.png")
+    ol = ZqOverlay(f"{ex.network}_pynq-z2.bit", export=ex.dir, backend="golden")
+    got = ol.preprocess([tmp_path / "product.png"])
+    assert np.array_equal(got, frames_for(ex, [tmp_path / "product.png"]))
+    assert not np.array_equal(got, frames_for(ex, [tmp_path / "product.png"], recipe="plain"))
+    res = ol.classify([tmp_path / "product.png"])
+    assert np.array_equal(res.logits, golden_logits(ex.qnet(), got))
