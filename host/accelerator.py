@@ -44,11 +44,12 @@ from .errors import BackendError, ExportFilesError
 from .manifest import DEFAULT_EXPORT, Export
 from .preprocess import frames_for
 
-BACKENDS = ("golden", "csim", "rtl", "pynq")
+BACKENDS = ("golden", "csim", "rtl", "pynq", "rtl-fast")
 CLOCKS = {
     "golden": "host CPU wall time",
     "csim": "host CPU wall time",
     "rtl": "simulated time, RTL at 100 MHz: accelerator only (host time not included)",
+    "rtl-fast": "simulated time, RTL at 100 MHz, accelerator only",
     "pynq": "board wall time (host work included)",
 }
 # what fps and latency cover, per backend (Results.timing, summary()["timing"])

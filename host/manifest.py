@@ -48,6 +48,7 @@ BACKEND_FILES = {
     "golden": ("integers",),
     "csim": ("hls_header",),
     "rtl": ("hls_header", "weights_mem", "biases_mem", "layers_mem", "integers"),
+    "rtl-fast": ("hls_header", "weights_mem", "biases_mem", "layers_mem"),
     "pynq": (),
 }
 _REQUIRED_KEYS = ("network", "network_id", "network_id_int", "input", "output", "class_names")
