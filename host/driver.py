@@ -94,6 +94,7 @@ DMASR_ERRORS, DMASR_IOC = 0x70, 0x1000
 DMASR_BITS = ((0, "Halted"), (1, "Idle"), (4, "DMAIntErr"), (5, "DMASlvErr"), (6, "DMADecErr"),
               (12, "IOC_Irq"), (14, "Err_Irq"))
 ISR_AP_DONE = 0x1             # Vitis HLS IER/ISR bit 0: ap_done
+OPTIONAL_REGS = ("cycles_last", "build_params")   # read when the register map has them
 
 # how Vitis HLS may name a register in the .hwh (block-level registers; 64-bit arguments as <name>_1/_2)
 HWH_ALIASES = {"AP_CTRL": ("CTRL",), "GIE": ("GIER",), "IER": ("IP_IER",), "ISR": ("IP_ISR",)}
@@ -350,10 +351,16 @@ class ZqDriver:
     def wr(self, name: str, value: int) -> None:
         self.mmio.write(self.regmap[name], int(value) & 0xFFFFFFFF)
 
+    def rd_optional(self, name: str) -> int | None:
+        """A register some engines do not have (the HLS engine cannot count cycles): None then."""
+        return self.rd(name) if name in self.regmap.offsets else None
+
     def registers(self) -> dict:
-        """AP_CTRL (read clears ap_done/ap_ready), status, frames_done, cycles_last, net_id, build_params."""
-        return {n: self.rd(n) for n in ("AP_CTRL", "status", "frames_done", "cycles_last", "net_id",
-                                        "build_params")}
+        """AP_CTRL (read clears ap_done/ap_ready), status, frames_done, net_id; cycles_last and
+        build_params where the register map has them (else None)."""
+        regs = {n: self.rd(n) for n in ("AP_CTRL", "status", "frames_done", "net_id")}
+        regs.update({n: self.rd_optional(n) for n in OPTIONAL_REGS})
+        return regs
 
     def describe(self, regs: dict | None = None) -> str:
         try:
@@ -363,8 +370,8 @@ class ZqDriver:
         st = r["status"]
         flags = [n for b, n in ((0, "short frame"), (1, "long frame")) if st >> b & 1]
         return (f"status=0x{st:08x} ({', '.join(flags) if flags else 'ok'}{f', {st >> 16} error frames' if st >> 16 else ''}), "
-                f"AP_CTRL={self.regmap.decode_ctrl(r['AP_CTRL'])}, frames_done={r['frames_done']}, "
-                f"cycles_last={r['cycles_last']}")
+                f"AP_CTRL={self.regmap.decode_ctrl(r['AP_CTRL'])}, frames_done={r['frames_done']}"
+                + (f", cycles_last={r['cycles_last']}" if r.get("cycles_last") is not None else ""))
 
     @staticmethod
     def _dmasr(ch) -> int | None:
@@ -627,7 +634,7 @@ class ZqDriver:
             if st & 0x3:
                 raise AcceleratorError(f"frame {k}: status 0x{st:08x} (short/long frame); accelerator "
                                        f"{self.describe()}")
-            r.cycles.append(self.rd("cycles_last"))
+            r.cycles.append(self.rd_optional("cycles_last"))
             r.next = k + 1
 
     async def _stream_from(self, frames, r: _Frames, aio: bool) -> None:

@@ -318,3 +318,21 @@ def test_overlay_preprocesses_by_the_manifest_recipe(tmp_path):
     assert not np.array_equal(got, frames_for(ex, [tmp_path / "product.png"], recipe="plain"))
     res = ol.classify([tmp_path / "product.png"])
     assert np.array_equal(res.logits, golden_logits(ex.qnet(), got))
+
+
+def test_driver_without_rtl_only_registers(tiny):
+    """A register map without cycles_last (the DDR engine's HLS build cannot count cycles):
+    the driver reads only registers the map names; cycles_last reports None."""
+    from test_host import FakeMMIO, FakeOverlay, fake_allocate
+
+    from zynqflow.host.driver import ZqDriver
+
+    rm = find_regmap(tiny)
+    mmio = FakeMMIO(rm, net_id=tiny.network_id)
+    off = rm.offsets.pop("cycles_last")
+    drv = ZqDriver(FakeOverlay(mmio), fake_allocate, tiny, rm, source="x.bit")
+    regs = drv.registers()
+    assert regs["cycles_last"] is None and regs["net_id"] == tiny.network_id
+    assert "cycles_last" not in drv.describe() and "frames_done=3" in drv.describe()
+    assert drv.check_network_id() == tiny.network_id
+    assert all(entry[1] != off for entry in mmio.log)       # nothing read at the old offset
