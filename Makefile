@@ -45,6 +45,9 @@ help:
 	@echo "make synth-estimate  Yosys synth_xilinx estimate -> build/<net>/resources.json"
 	@echo "make bitstream       Vivado PYNQ-Z2 block design -> bitstreams/<net>_pynq-z2.bit/.hwh"
 	@echo "make deploy BOARD=<host>  copy bitstream, hwh, manifest, host package to a PYNQ board"
+	@echo "make dse [DATA=.. PART=xc7z020|xczu7ev TRIALS=32 WORKERS=2 STUDY=..]  co-design search (accuracy x fps"
+	@echo "                     x resources, hardware in the loop) -> build/dse/<study>/pareto.json, pareto.png"
+	@echo "make dse-train TRIAL=<n> [STUDY=..]  retrain a search trial's design with the full schedule"
 
 setup: $(STAMP)
 $(STAMP): pyproject.toml scripts/setup.sh
@@ -108,6 +111,23 @@ bitstream:
 BOARD ?=
 deploy:
 	bash board/deploy.sh BOARD=$(BOARD) NET=$(NET)
+
+# Co-design search (docs/dse.md): the study lives in build/dse/<study>/journal.log (resumable);
+# DSE_ARGS passes more options (--storage URL, --hil K, --engines 16x8, ...; python -m zynqflow.dse run -h).
+PART    ?= xc7z020
+TRIALS  ?= 32
+WORKERS ?= 2
+STUDY   ?=
+TRIAL   ?=
+DSE_ARGS ?=
+.PHONY: dse dse-train
+dse: $(STAMP)
+	$(PY) -m zynqflow.dse run --data $(DATA) $(DATA_ARG) --part $(PART) --trials $(TRIALS) --workers $(WORKERS) \
+	    $(if $(STUDY),--study $(STUDY),) $(DSE_ARGS)
+
+dse-train: $(STAMP)
+	@test -n "$(TRIAL)" || { echo "usage: make dse-train TRIAL=<trial number> [STUDY=<study>]" >&2; exit 2; }
+	$(PY) -m zynqflow.dse train --study $(or $(STUDY),$(DSET)-$(PART)) --trial $(TRIAL) $(DATA_ARG) $(TRAIN_ARGS)
 
 clean:
 	rm -rf build sim_build

@@ -434,7 +434,25 @@ def _zynqnet_tiny() -> NetConfig:
     return fire_net("zynqnet-tiny", 16, 1, 10, stem=8, fires=fires, class_names=FASHION_CLASSES)
 
 
-PRESETS = {"zynqnet": _zynqnet, "zynqnet-mini": _zynqnet_mini, "zynqnet-tiny": _zynqnet_tiny}
+def _zynqnet_rgb() -> NetConfig:
+    """RGB 32x32 (CIFAR-10-class data), 10 classes, 1.33 M parameters (under
+    FINN CNV's 1.5 M), 45 M MACs: CNV's 64-128-256 channel progression as fire
+    modules, two per map size. Chosen with the search's hardware models
+    (docs/dse.md): the largest of the candidates that keeps >= 500 frames/s
+    on a 256-MAC engine inside the xc7z020 (weights streamed through a ring)."""
+    fires = [
+        FireSpec(32, 64, 64),                     # f2 @16
+        FireSpec(32, 64, 64),                     # f3 @16
+        FireSpec(64, 128, 128, downsample=True),  # f4: 16 -> 8
+        FireSpec(64, 128, 128),                   # f5 @8
+        FireSpec(128, 256, 256, downsample=True), # f6: 8 -> 4
+        FireSpec(128, 256, 256),                  # f7 @4
+    ]
+    return fire_net("zynqnet-rgb", 32, 3, 10, stem=64, fires=fires, class_names=CIFAR10_CLASSES)
+
+
+PRESETS = {"zynqnet": _zynqnet, "zynqnet-mini": _zynqnet_mini, "zynqnet-tiny": _zynqnet_tiny,
+           "zynqnet-rgb": _zynqnet_rgb}
 
 
 def get_config(name_or_path: str, in_channels: int | None = None, input_size: int | None = None) -> NetConfig:
