@@ -445,6 +445,9 @@ def work(study: optuna.Study, settings: Settings, w: Worker, lock: Path | None) 
             if not w.quiet:
                 prog.update(target)
     finally:
+        if not w.quiet:
+            with contextlib.suppress(Exception):
+                prog.update(target)
         prog.close()
     return stats
 
