@@ -27,7 +27,7 @@ TRAIN_ARGS ?=
 FRAMES  ?= 256
 DATA_ARG := $(if $(DATA_DIR),--data-dir $(DATA_DIR),)
 
-.PHONY: help setup demo test test-fast train export csim report bench hls rtl-sim synth-estimate \
+.PHONY: help setup demo test test-fast train export csim report bench hls rtl-sim rtl-bench synth-estimate \
         bitstream deploy clean
 
 help:
@@ -40,9 +40,14 @@ help:
 	@echo "make bench           speed and bit-exactness figures -> build/bench/*.json"
 	@echo "make hls             Vitis HLS csim/csynth/cosim/export (needs vitis_hls)"
 	@echo "make rtl-sim         cocotb + Verilator on the RTL twin -> build/<net>/rtl_perf.json"
+	@echo "make rtl-bench [FRAMES=N BACKPRESSURE=1]  the test set through the RTL twin (free-running Verilator,"
+	@echo "                     one simulator per core), bit-exact vs golden -> build/<net>/rtl_bench.json"
 	@echo "make synth-estimate  Yosys synth_xilinx estimate -> build/<net>/resources.json"
 	@echo "make bitstream       Vivado PYNQ-Z2 block design -> bitstreams/<net>_pynq-z2.bit/.hwh"
 	@echo "make deploy BOARD=<host>  copy bitstream, hwh, manifest, host package to a PYNQ board"
+	@echo "make dse [DATA=.. PART=xc7z020|xczu7ev TRIALS=32 WORKERS=2 STUDY=..]  co-design search (accuracy x fps"
+	@echo "                     x resources, hardware in the loop) -> build/dse/<study>/pareto.json, pareto.png"
+	@echo "make dse-train TRIAL=<n> [STUDY=..]  retrain a search trial's design with the full schedule"
 
 setup: $(STAMP)
 $(STAMP): pyproject.toml scripts/setup.sh
@@ -86,6 +91,17 @@ rtl-sim: export
 	RTL=$(RTL) $(PY) -m pytest -q tests/test_rtl_zq_top.py
 	$(PY) -m zynqflow.bench.rtl_perf $(EXPORT) --frames $(RTL_FRAMES) --data $(DATA) $(DATA_ARG) --rtl $(RTL)
 
+# The RTL twin at full speed: a free-running Verilator harness (sim/harness/, zynqflow.sim.rtl_fast),
+# one simulator per core, every frame checked against the golden model. FRAMES given on the command
+# line limits the images (default: the whole test set); BACKPRESSURE=1 adds random stalls on both
+# streams (probability 0.3 per cycle; or BACKPRESSURE=<p>) -> build/<net>/rtl_bench_backpressure.json.
+BACKPRESSURE ?= 0
+RTL_BENCH_FRAMES := $(if $(filter command line,$(origin FRAMES)),$(FRAMES),0)
+RTL_BENCH_BP := $(if $(filter 1,$(BACKPRESSURE)),0.3,$(BACKPRESSURE))
+rtl-bench: export
+	$(PY) -m zynqflow.bench.rtl_bench --export $(EXPORT) --frames $(RTL_BENCH_FRAMES) --data $(DATA) $(DATA_ARG) \
+	    --backpressure $(RTL_BENCH_BP)
+
 synth-estimate: export
 	$(PY) -m zynqflow.bench.synth_estimate $(EXPORT)
 
@@ -95,6 +111,23 @@ bitstream:
 BOARD ?=
 deploy:
 	bash board/deploy.sh BOARD=$(BOARD) NET=$(NET)
+
+# Co-design search (docs/dse.md): the study lives in build/dse/<study>/journal.log (resumable);
+# DSE_ARGS passes more options (--storage URL, --hil K, --engines 16x8, ...; python -m zynqflow.dse run -h).
+PART    ?= xc7z020
+TRIALS  ?= 32
+WORKERS ?= 2
+STUDY   ?=
+TRIAL   ?=
+DSE_ARGS ?=
+.PHONY: dse dse-train
+dse: $(STAMP)
+	$(PY) -m zynqflow.dse run --data $(DATA) $(DATA_ARG) --part $(PART) --trials $(TRIALS) --workers $(WORKERS) \
+	    $(if $(STUDY),--study $(STUDY),) $(DSE_ARGS)
+
+dse-train: $(STAMP)
+	@test -n "$(TRIAL)" || { echo "usage: make dse-train TRIAL=<trial number> [STUDY=<study>]" >&2; exit 2; }
+	$(PY) -m zynqflow.dse train --study $(or $(STUDY),$(DSET)-$(PART)) --trial $(TRIAL) $(DATA_ARG) $(TRAIN_ARGS)
 
 clean:
 	rm -rf build sim_build

@@ -9,9 +9,10 @@ Writes into ``build/bench/``:
 ``csim.json``      the reference checkpoint's whole test set through the
                    HLS C simulation, mismatches vs golden (must be 0).
 ``bitexact.json``  hls4ml side by side (see zynqflow.bench.hls4ml_compare).
-``rtl_perf.json``  the test set through the RTL twin under Verilator
-                   (``--rtl-frames``, default all 10 000: about 3 hours at
-                   ~60 k simulated cycles/s), accuracy and mismatches vs golden.
+``rtl_bench.json`` the test set through the RTL twin on the free-running
+                   Verilator harness, one simulator per core (``--rtl-frames``,
+                   default all 10 000; see zynqflow.bench.rtl_bench): accuracy,
+                   mismatches vs golden, cycles per frame, simulator speed.
 
 Every figure names the machine it was measured on.
 """
@@ -179,15 +180,21 @@ def main(argv=None) -> int:
             hls4ml_compare.main(["--ckpt", a.ckpt, "--export", f"build/{a.net}/export",
                                  "--out", str(out / "bitexact.json")])
     if "rtl" in parts:
-        from zynqflow.bench.rtl_perf import measure
-        print(f"bench: {a.rtl_frames} test images through the RTL simulation (Verilator) ...", flush=True)
+        from zynqflow.bench.rtl_bench import measure
+        print(f"bench: {a.rtl_frames} test images through the RTL twin (free-running Verilator harness) ...",
+              flush=True)
         r = measure(Path(f"build/{a.net}/export"), frames=a.rtl_frames, data="fashion-mnist",
-                    data_dir=a.data_dir, out=out / "rtl_perf.json")
-        rows += [("RTL sim frames", str(r["frames"])), ("RTL sim top-1", f"{r.get('top1', float('nan')):.4f}"),
+                    data_dir=a.data_dir, out=out / "rtl_bench.json")
+        rows += [("RTL sim frames", str(r["frames"])), ("RTL sim top-1", f"{r['top1']:.4f}"),
                  ("RTL sim mismatches vs golden", str(r["mismatches_vs_golden"])),
-                 ("RTL cycles/frame", str(r["cycles_per_frame"])),
+                 ("RTL cycles/frame", f"{r['cycles_per_frame']['median']:.0f}"),
                  ("RTL utilization", f"{r['utilization']:.3f}"),
-                 ("fps at 100 MHz, RTL simulation", f"{r['fps_at_100mhz']:.0f}")]
+                 ("fps at 100 MHz, RTL simulation", f"{r['fps_at_100mhz']:.0f}"),
+                 ("RTL sim wall s (M cycles/s, all cores)",
+                  f"{r['wall_seconds']:.0f} ({r['sim_cycles_per_second']['total'] / 1e6:.2f})")]
+        if r["mismatches_vs_golden"]:
+            print(f"bench: RTL mismatches vs golden: {r['first_mismatch']['message']}", file=sys.stderr)
+            return 1
     width = max((len(k) for k, _ in rows), default=0)
     print(f"\nbench results ({machine()['cpu']}, {os.cpu_count()} cores) -> {out}/")
     for k, v in rows:

@@ -6,9 +6,13 @@
 # Needs: Vivado (2023.2 or later, Zynq-7000 device support) on PATH, the export
 # (build/<NET>/export, `make export`) and the Vitis HLS IP of zq_top built from it
 # (build/<NET>/hls/**/impl/ip/component.xml, `make hls`).
-# Writes: build/<NET>/vivado/ (project, reports, timing.txt) and
-#         bitstreams/<NET>_pynq-z2.bit, .hwh, and .json (what it was built from).
-# Environment: EXPORT, HLS_DIR, OUT (directories above), JOBS (Vivado jobs, default 2).
+# Writes: build/<NET>/vivado/ (project, timing_summary.rpt, utilization.rpt, timing.txt,
+#         utilization.txt) and, only when timing is met (worst setup and hold slack >= 0),
+#         bitstreams/<NET>_pynq-z2.bit, .hwh, and .json (what it was built from, slack, utilization).
+#         Prints the timing and utilization summary. Negative slack: exit 1 naming the slack,
+#         nothing copied to bitstreams/.
+# Environment: EXPORT, HLS_DIR, OUT (directories above), BITSTREAMS (default bitstreams/),
+#              JOBS (Vivado jobs, default 2).
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -16,6 +20,7 @@ NET="${1:-${NET:-zynqnet-mini}}"
 EXPORT="${EXPORT:-$repo/build/$NET/export}"
 HLS_DIR="${HLS_DIR:-$repo/build/$NET/hls}"
 OUT="${OUT:-$repo/build/$NET/vivado}"
+BITSTREAMS="${BITSTREAMS:-$repo/bitstreams}"
 JOBS="${JOBS:-2}"
 
 die() { echo "bitstream.sh: $1" >&2; exit "${2:-2}"; }
@@ -32,29 +37,66 @@ if [ -f "$EXPORT/net_params.h" ] && [ "$ip_xml" -ot "$EXPORT/net_params.h" ]; th
     die "$ip_xml is older than $EXPORT/net_params.h: the HLS IP is stale, re-run make hls NET=$NET"
 fi
 
-mkdir -p "$OUT" "$repo/bitstreams"
+mkdir -p "$OUT"
+# results of an earlier run must not pass for this one's
+rm -f "$OUT/${NET}_pynq-z2.bit" "$OUT/${NET}_pynq-z2.hwh" "$OUT/timing.txt" "$OUT/utilization.txt"
 echo "bitstream.sh: $NET, IP $ip_repo -> $OUT"
+rc=0
 ( cd "$OUT" && vivado -mode batch -nojournal -log "$OUT/vivado.log" \
-      -source "$repo/board/pynq_z2.tcl" -tclargs "$ip_repo" "$OUT" "$NET" "$JOBS" ) \
-    || die "Vivado failed (log: $OUT/vivado.log)" 1
+      -source "$repo/board/pynq_z2.tcl" -tclargs "$ip_repo" "$OUT" "$NET" "$JOBS" ) || rc=$?
+
+# the timing and utilization summary (pynq_z2.tcl writes it after implementation)
+field() { awk -v k="$1" '$1 == k {print $2; exit}' "$2" 2>/dev/null || true; }
+wns="$(field wns_ns "$OUT/timing.txt")"
+whs="$(field whs_ns "$OUT/timing.txt")"
+fclk="$(field fclk_mhz "$OUT/timing.txt")"
+util=""
+if [ -f "$OUT/utilization.txt" ]; then
+    util="$(awk '{printf "%s%s %s/%s (%s%%)", (NR > 1 ? ", " : ""), toupper($1), $2, $3, $4}' "$OUT/utilization.txt")"
+fi
+if [ -f "$OUT/timing.txt" ]; then
+    echo "bitstream.sh: timing at ${fclk:-?} MHz: worst setup slack (WNS) ${wns:-?} ns, worst hold slack (WHS) ${whs:-?} ns"
+    [ -z "$util" ] || echo "bitstream.sh: utilization: $util"
+    echo "bitstream.sh: reports: $OUT/timing_summary.rpt, $OUT/utilization.rpt"
+fi
+is_number() { [[ "$1" =~ ^-?([0-9]+\.?[0-9]*|\.[0-9]+)$ ]]; }
+negative() { awk -v v="$1" 'BEGIN { exit !(v + 0 < 0) }'; }
+if [ ! -f "$OUT/timing.txt" ]; then
+    [ "$rc" -eq 0 ] || die "Vivado failed (exit $rc) before timing was known (log: $OUT/vivado.log). Nothing copied to $BITSTREAMS." 1
+    die "Vivado wrote no $OUT/timing.txt (log: $OUT/vivado.log). Nothing copied to $BITSTREAMS." 1
+fi
+for s in "WNS:$wns:setup" "WHS:$whs:hold"; do
+    IFS=: read -r name value kind <<< "$s"
+    if ! is_number "$value"; then
+        die "timing unknown: worst $kind slack ($name) is '$value' in $OUT/timing.txt. No bitstream copied to $BITSTREAMS." 1
+    fi
+    if negative "$value"; then
+        die "timing NOT met at ${fclk:-?} MHz: worst $kind slack ($name) $value ns < 0 (see $OUT/timing_summary.rpt). No bitstream copied to $BITSTREAMS; lower the clock or shorten the critical path." 1
+    fi
+done
+[ "$rc" -eq 0 ] || die "Vivado failed (exit $rc; log: $OUT/vivado.log). Nothing copied to $BITSTREAMS." 1
 
 for ext in bit hwh; do
-    [ -f "$OUT/${NET}_pynq-z2.$ext" ] || die "Vivado did not write $OUT/${NET}_pynq-z2.$ext (log: $OUT/vivado.log)" 1
-    cp "$OUT/${NET}_pynq-z2.$ext" "$repo/bitstreams/${NET}_pynq-z2.$ext"
+    [ -f "$OUT/${NET}_pynq-z2.$ext" ] || die "Vivado did not write $OUT/${NET}_pynq-z2.$ext (log: $OUT/vivado.log). Nothing copied to $BITSTREAMS." 1
+done
+mkdir -p "$BITSTREAMS"
+for ext in bit hwh; do
+    cp "$OUT/${NET}_pynq-z2.$ext" "$BITSTREAMS/${NET}_pynq-z2.$ext"
 done
 net_id="$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["network_id"])' "$EXPORT/manifest.json")"
-wns="$(awk '/^wns_ns/ {print $2}' "$OUT/timing.txt" 2>/dev/null || echo unknown)"
-cat > "$repo/bitstreams/${NET}_pynq-z2.json" <<EOF
+cat > "$BITSTREAMS/${NET}_pynq-z2.json" <<EOF
 {
   "network": "$NET",
   "network_id": "$net_id",
   "manifest": "$EXPORT/manifest.json",
   "hls_ip": "$ip_repo",
   "vivado": "$(vivado -version 2>/dev/null | head -n 1)",
-  "fclk0_mhz": 100,
-  "wns_ns": "$wns",
+  "fclk0_mhz": ${fclk:-100},
+  "wns_ns": $wns,
+  "whs_ns": $whs,
+  "utilization": "$util",
   "built": "$(date -u +%Y-%m-%dT%H:%M:%SZ)"
 }
 EOF
-echo "bitstream.sh: bitstreams/${NET}_pynq-z2.bit, .hwh, .json (network ID $net_id, WNS $wns ns)"
+echo "bitstream.sh: $BITSTREAMS/${NET}_pynq-z2.bit, .hwh, .json (network ID $net_id, WNS $wns ns, WHS $whs ns)"
 echo "bitstream.sh: next: board/deploy.sh BOARD=<pynq host> NET=$NET"

@@ -12,16 +12,32 @@
 #   processing_system7 ps7 (PYNQ-Z2 DDR3/MIO settings, FCLK_CLK0 = 100 MHz)
 #     M_AXI_GP0 -> ctrl_ic (AXI interconnect) -> zq_top_0/s_axi_control  (0x4000_0000)
 #                                             -> axi_dma_0/S_AXI_LITE    (0x4040_0000)
+#                                             -> axi_intc_0/s_axi        (0x4180_0000)
 #   axi_dma_0 (simple mode, no scatter-gather, 32-bit streams, 23-bit length)
 #     M_AXIS_MM2S -> zq_top_0/s_axis_in      zq_top_0/m_axis_out -> S_AXIS_S2MM
 #     M_AXI_MM2S, M_AXI_S2MM -> mem_sc (SmartConnect) -> ps7/S_AXI_HP0 (DDR)
-#   interrupts: xlconcat irq_concat {zq_top_0/interrupt, mm2s_introut, s2mm_introut} -> ps7/IRQ_F2P
+#   interrupts: xlconcat irq_concat {zq_top_0/interrupt, mm2s_introut, s2mm_introut}
+#     -> axi_intc_0/intr (AXI interrupt controller on GP0, 0x4180_0000), axi_intc_0/irq -> ps7/IRQ_F2P[0],
+#     as PYNQ-Z2's base.tcl does: pynq finds interrupt pins only behind an axi_intc (Interrupt, wait_async)
 #   one clock (FCLK_CLK0) and one reset (proc_sys_reset from FCLK_RESET0_N) for everything
 #
 # The PS settings: the TUL PYNQ-Z2 board preset when its board files are
-# installed (tul.com.tw:pynq-z2:part0:*), else the explicit DDR3 and MIO
-# settings below (those of the PYNQ-Z2 preset: one MT41J256M16 RE-125, 16-bit
-# bus, 525 MHz; UART0, SD0, ENET0, USB0, QSPI on their MIO pins).
+# installed (tul.com.tw:pynq-z2:part0:*), else the explicit clock, DDR3 and MIO
+# settings below, copied from the processing_system7 of PYNQ's own PYNQ-Z2 base
+# overlay (Xilinx/PYNQ, boards/Pynq-Z2/base/base.tcl, v2.61 for Vivado 2020.1,
+# commit ee6bd005b32d4e75e9f056281e86d3d2d0dc8530): DDR3 "Custom" part, 16-bit
+# bus, 525 MHz, DDR3_1066F timings (CL 7, CWL 6, tRCD = tRP = 13.125 ns) and the
+# board's trace delays; QSPI (MIO 1-6, 8), UART0 (14-15), ENET0 (16-27, MDIO
+# 52-53, no reset pin), USB0 (28-39, no reset pin), SD0 (40-45, CD 47), I2C0
+# (50-51); APU 650 MHz from a 50 MHz crystal. Not copied: base.tcl's PL-facing
+# settings (EMIO GPIO and I2C1, FCLK1-3, GP1 and the other HP ports), which are
+# that design's; this design's own are set after the preset.
+#
+# Timing: after implementation the worst setup (WNS) and hold (WHS) slack and the
+# utilization (LUT, FF, BRAM, DSP) are printed and written to <out_dir>/timing.txt
+# and utilization.txt (full reports: timing_summary.rpt, utilization.rpt). A
+# negative slack fails the build (exit 3) and no <net>_pynq-z2.bit/.hwh is left
+# in <out_dir>: a bitstream that misses timing computes wrong results on the board.
 
 if {[llength $argv] < 3} {
     puts stderr "usage: vivado -mode batch -source pynq_z2.tcl -tclargs <ip_repo> <out_dir> <net> \[jobs\]"
@@ -77,9 +93,25 @@ if {[llength $board_parts] > 0} {
         CONFIG.PCW_PRESET_BANK1_VOLTAGE {LVCMOS 1.8V} \
         CONFIG.PCW_UIPARAM_DDR_ENABLE {1} \
         CONFIG.PCW_UIPARAM_DDR_MEMORY_TYPE {DDR 3} \
-        CONFIG.PCW_UIPARAM_DDR_PARTNO {MT41J256M16 RE-125} \
+        CONFIG.PCW_UIPARAM_DDR_PARTNO {Custom} \
         CONFIG.PCW_UIPARAM_DDR_BUS_WIDTH {16 Bit} \
         CONFIG.PCW_UIPARAM_DDR_FREQ_MHZ {525} \
+        CONFIG.PCW_UIPARAM_DDR_DRAM_WIDTH {16 Bits} \
+        CONFIG.PCW_UIPARAM_DDR_DEVICE_CAPACITY {4096 MBits} \
+        CONFIG.PCW_UIPARAM_DDR_SPEED_BIN {DDR3_1066F} \
+        CONFIG.PCW_UIPARAM_DDR_CL {7} \
+        CONFIG.PCW_UIPARAM_DDR_CWL {6} \
+        CONFIG.PCW_UIPARAM_DDR_ROW_ADDR_COUNT {15} \
+        CONFIG.PCW_UIPARAM_DDR_COL_ADDR_COUNT {10} \
+        CONFIG.PCW_UIPARAM_DDR_BANK_ADDR_COUNT {3} \
+        CONFIG.PCW_UIPARAM_DDR_BL {8} \
+        CONFIG.PCW_UIPARAM_DDR_T_FAW {40.0} \
+        CONFIG.PCW_UIPARAM_DDR_T_RAS_MIN {35.0} \
+        CONFIG.PCW_UIPARAM_DDR_T_RC {50.625} \
+        CONFIG.PCW_UIPARAM_DDR_T_RCD {13.125} \
+        CONFIG.PCW_UIPARAM_DDR_T_RP {13.125} \
+        CONFIG.PCW_UIPARAM_DDR_HIGH_TEMP {Normal (0-85)} \
+        CONFIG.PCW_UIPARAM_DDR_USE_INTERNAL_VREF {0} \
         CONFIG.PCW_UIPARAM_DDR_TRAIN_WRITE_LEVEL {1} \
         CONFIG.PCW_UIPARAM_DDR_TRAIN_READ_GATE {1} \
         CONFIG.PCW_UIPARAM_DDR_TRAIN_DATA_EYE {1} \
@@ -89,27 +121,44 @@ if {[llength $board_parts] > 0} {
         CONFIG.PCW_UIPARAM_DDR_BOARD_DELAY3 {0.092} \
         CONFIG.PCW_UIPARAM_DDR_DQS_TO_CLK_DELAY_0 {0.040} \
         CONFIG.PCW_UIPARAM_DDR_DQS_TO_CLK_DELAY_1 {0.058} \
-        CONFIG.PCW_UIPARAM_DDR_DQS_TO_CLK_DELAY_2 {-0.009} \
-        CONFIG.PCW_UIPARAM_DDR_DQS_TO_CLK_DELAY_3 {-0.033} \
+        CONFIG.PCW_UIPARAM_DDR_DQS_TO_CLK_DELAY_2 {0.000} \
+        CONFIG.PCW_UIPARAM_DDR_DQS_TO_CLK_DELAY_3 {0.000} \
+        CONFIG.PCW_UIPARAM_DDR_CLOCK_0_LENGTH_MM {25.8} \
+        CONFIG.PCW_UIPARAM_DDR_CLOCK_1_LENGTH_MM {25.8} \
+        CONFIG.PCW_UIPARAM_DDR_DQS_0_LENGTH_MM {15.6} \
+        CONFIG.PCW_UIPARAM_DDR_DQS_1_LENGTH_MM {18.8} \
+        CONFIG.PCW_UIPARAM_DDR_DQ_0_LENGTH_MM {16.5} \
+        CONFIG.PCW_UIPARAM_DDR_DQ_1_LENGTH_MM {18} \
         CONFIG.PCW_QSPI_PERIPHERAL_ENABLE {1} \
+        CONFIG.PCW_QSPI_QSPI_IO {MIO 1 .. 6} \
         CONFIG.PCW_QSPI_GRP_SINGLE_SS_ENABLE {1} \
+        CONFIG.PCW_QSPI_GRP_SINGLE_SS_IO {MIO 1 .. 6} \
         CONFIG.PCW_QSPI_GRP_FBCLK_ENABLE {1} \
+        CONFIG.PCW_QSPI_GRP_FBCLK_IO {MIO 8} \
+        CONFIG.PCW_SINGLE_QSPI_DATA_MODE {x4} \
         CONFIG.PCW_ENET0_PERIPHERAL_ENABLE {1} \
         CONFIG.PCW_ENET0_ENET0_IO {MIO 16 .. 27} \
         CONFIG.PCW_ENET0_GRP_MDIO_ENABLE {1} \
         CONFIG.PCW_ENET0_GRP_MDIO_IO {MIO 52 .. 53} \
-        CONFIG.PCW_ENET0_RESET_ENABLE {1} \
-        CONFIG.PCW_ENET0_RESET_IO {MIO 9} \
+        CONFIG.PCW_ENET0_PERIPHERAL_FREQMHZ {1000 Mbps} \
+        CONFIG.PCW_ENET0_RESET_ENABLE {0} \
         CONFIG.PCW_SD0_PERIPHERAL_ENABLE {1} \
         CONFIG.PCW_SD0_SD0_IO {MIO 40 .. 45} \
         CONFIG.PCW_SD0_GRP_CD_ENABLE {1} \
         CONFIG.PCW_SD0_GRP_CD_IO {MIO 47} \
+        CONFIG.PCW_SD0_GRP_WP_ENABLE {0} \
+        CONFIG.PCW_SDIO_PERIPHERAL_FREQMHZ {50} \
         CONFIG.PCW_UART0_PERIPHERAL_ENABLE {1} \
         CONFIG.PCW_UART0_UART0_IO {MIO 14 .. 15} \
+        CONFIG.PCW_UART0_BAUD_RATE {115200} \
+        CONFIG.PCW_UART_PERIPHERAL_FREQMHZ {100} \
         CONFIG.PCW_USB0_PERIPHERAL_ENABLE {1} \
-        CONFIG.PCW_USB0_RESET_ENABLE {1} \
-        CONFIG.PCW_USB0_RESET_IO {MIO 46} \
-        CONFIG.PCW_GPIO_MIO_GPIO_ENABLE {1} \
+        CONFIG.PCW_USB0_USB0_IO {MIO 28 .. 39} \
+        CONFIG.PCW_USB0_RESET_ENABLE {0} \
+        CONFIG.PCW_USB_RESET_ENABLE {0} \
+        CONFIG.PCW_I2C0_PERIPHERAL_ENABLE {1} \
+        CONFIG.PCW_I2C0_I2C0_IO {MIO 50 .. 51} \
+        CONFIG.PCW_GPIO_MIO_GPIO_ENABLE {0} \
     ] $ps7
 }
 # what this design needs on top of the preset
@@ -153,7 +202,7 @@ connect_bd_intf_net [get_bd_intf_pins zq_top_0/m_axis_out] [get_bd_intf_pins axi
 
 # control: GP0 -> AXI interconnect -> {accelerator, DMA registers}
 set ctrl_ic [create_bd_cell -type ip -vlnv xilinx.com:ip:axi_interconnect:2.1 ctrl_ic]
-set_property -dict [list CONFIG.NUM_SI {1} CONFIG.NUM_MI {2}] $ctrl_ic
+set_property -dict [list CONFIG.NUM_SI {1} CONFIG.NUM_MI {3}] $ctrl_ic
 connect_bd_intf_net [get_bd_intf_pins ps7/M_AXI_GP0] [get_bd_intf_pins ctrl_ic/S00_AXI]
 connect_bd_intf_net [get_bd_intf_pins ctrl_ic/M00_AXI] [get_bd_intf_pins zq_top_0/s_axi_control]
 connect_bd_intf_net [get_bd_intf_pins ctrl_ic/M01_AXI] [get_bd_intf_pins axi_dma_0/S_AXI_LITE]
@@ -165,32 +214,39 @@ connect_bd_intf_net [get_bd_intf_pins axi_dma_0/M_AXI_MM2S] [get_bd_intf_pins me
 connect_bd_intf_net [get_bd_intf_pins axi_dma_0/M_AXI_S2MM] [get_bd_intf_pins mem_sc/S01_AXI]
 connect_bd_intf_net [get_bd_intf_pins mem_sc/M00_AXI] [get_bd_intf_pins ps7/S_AXI_HP0]
 
-# interrupts -> IRQ_F2P
+# interrupts -> axi_intc (on GP0) -> IRQ_F2P[0], as PYNQ-Z2's base.tcl: pynq discovers interrupt
+# pins (overlay.interrupt_pins, DMA wait_async, pynq.Interrupt) only behind an AXI interrupt controller
 set irq [create_bd_cell -type ip -vlnv xilinx.com:ip:xlconcat:2.1 irq_concat]
 set_property CONFIG.NUM_PORTS {3} $irq
 connect_bd_net [get_bd_pins zq_top_0/interrupt] [get_bd_pins irq_concat/In0]
 connect_bd_net [get_bd_pins axi_dma_0/mm2s_introut] [get_bd_pins irq_concat/In1]
 connect_bd_net [get_bd_pins axi_dma_0/s2mm_introut] [get_bd_pins irq_concat/In2]
-connect_bd_net [get_bd_pins irq_concat/dout] [get_bd_pins ps7/IRQ_F2P]
+set intc [create_bd_cell -type ip -vlnv xilinx.com:ip:axi_intc:4.1 axi_intc_0]
+connect_bd_intf_net [get_bd_intf_pins ctrl_ic/M02_AXI] [get_bd_intf_pins axi_intc_0/s_axi]
+connect_bd_net [get_bd_pins irq_concat/dout] [get_bd_pins axi_intc_0/intr]
+connect_bd_net [get_bd_pins axi_intc_0/irq] [get_bd_pins ps7/IRQ_F2P]
 
 # clocks and resets
 foreach p {ps7/M_AXI_GP0_ACLK ps7/S_AXI_HP0_ACLK zq_top_0/ap_clk axi_dma_0/s_axi_lite_aclk
-           axi_dma_0/m_axi_mm2s_aclk axi_dma_0/m_axi_s2mm_aclk mem_sc/aclk
-           ctrl_ic/ACLK ctrl_ic/S00_ACLK ctrl_ic/M00_ACLK ctrl_ic/M01_ACLK} {
+           axi_dma_0/m_axi_mm2s_aclk axi_dma_0/m_axi_s2mm_aclk mem_sc/aclk axi_intc_0/s_axi_aclk
+           ctrl_ic/ACLK ctrl_ic/S00_ACLK ctrl_ic/M00_ACLK ctrl_ic/M01_ACLK ctrl_ic/M02_ACLK} {
     connect_bd_net $clk [get_bd_pins $p]
 }
-foreach p {zq_top_0/ap_rst_n axi_dma_0/axi_resetn mem_sc/aresetn
-           ctrl_ic/S00_ARESETN ctrl_ic/M00_ARESETN ctrl_ic/M01_ARESETN} {
+foreach p {zq_top_0/ap_rst_n axi_dma_0/axi_resetn mem_sc/aresetn axi_intc_0/s_axi_aresetn
+           ctrl_ic/S00_ARESETN ctrl_ic/M00_ARESETN ctrl_ic/M01_ARESETN ctrl_ic/M02_ARESETN} {
     connect_bd_net $aresetn [get_bd_pins $p]
 }
 connect_bd_net [get_bd_pins rst_fclk0/interconnect_aresetn] [get_bd_pins ctrl_ic/ARESETN]
 
-# addresses: the accelerator and the DMA registers in GP0, all of DDR for the DMA
+# addresses: the accelerator, the DMA and the interrupt controller registers in GP0 (the
+# controller where base.tcl puts it), all of DDR for the DMA
 assign_bd_address
-set seg_zq  [get_bd_addr_segs -of_objects [get_bd_addr_spaces ps7/Data] -filter {NAME =~ *zq_top_0*}]
-set seg_dma [get_bd_addr_segs -of_objects [get_bd_addr_spaces ps7/Data] -filter {NAME =~ *axi_dma_0*}]
-if {$seg_zq ne ""}  { set_property offset 0x40000000 $seg_zq }
-if {$seg_dma ne ""} { set_property offset 0x40400000 $seg_dma }
+set seg_zq   [get_bd_addr_segs -of_objects [get_bd_addr_spaces ps7/Data] -filter {NAME =~ *zq_top_0*}]
+set seg_dma  [get_bd_addr_segs -of_objects [get_bd_addr_spaces ps7/Data] -filter {NAME =~ *axi_dma_0*}]
+set seg_intc [get_bd_addr_segs -of_objects [get_bd_addr_spaces ps7/Data] -filter {NAME =~ *axi_intc_0*}]
+if {$seg_zq ne ""}   { set_property offset 0x40000000 $seg_zq }
+if {$seg_dma ne ""}  { set_property offset 0x40400000 $seg_dma }
+if {$seg_intc ne ""} { set_property offset 0x41800000 $seg_intc }
 
 validate_bd_design
 save_bd_design
@@ -210,10 +266,50 @@ if {[get_property PROGRESS [get_runs impl_1]] ne "100%"} {
     exit 1
 }
 open_run impl_1
-set wns [get_property SLACK [get_timing_paths -max_paths 1 -nworst 1 -setup]]
+
+# ---- timing and utilization: printed, written, and negative slack fails the build -----------
+foreach f [list ${net}_pynq-z2.bit ${net}_pynq-z2.hwh timing.txt utilization.txt] {
+    file delete -force [file join $out_dir $f]     ;# nothing stale survives a failed build
+}
+set wns [get_property SLACK [lindex [get_timing_paths -max_paths 1 -nworst 1 -setup] 0]]
+set whs [get_property SLACK [lindex [get_timing_paths -max_paths 1 -nworst 1 -hold] 0]]
 report_timing_summary -file [file join $out_dir timing_summary.rpt]
 report_utilization -file [file join $out_dir utilization.rpt]
-puts "pynq_z2.tcl: worst setup slack $wns ns at $fclk_mhz MHz"
+
+# | Site Type | Used | Fixed | [Prohibited |] Available | Util% |  ->  used available util%
+proc util_row {report site} {
+    foreach line [split $report "\n"] {
+        if {[regexp "^\\|\\s*${site}\\*?\\s*\\|" $line]} {
+            set f {}
+            foreach x [split $line "|"] { lappend f [string trim $x] }
+            return [list [lindex $f 2] [lindex $f end-2] [lindex $f end-1]]
+        }
+    }
+    return [list ? ? ?]
+}
+set util_report [report_utilization -return_string]
+set fh [open [file join $out_dir utilization.txt] w]
+set util_line ""
+foreach {key site} {lut {Slice LUTs} ff {Slice Registers} bram {Block RAM Tile} dsp {DSPs}} {
+    lassign [util_row $util_report $site] used avail pct
+    puts $fh "$key $used $avail $pct"
+    append util_line " $key $used/$avail ($pct%)"
+}
+close $fh
+set met [expr {[string is double -strict $wns] && [string is double -strict $whs] && $wns >= 0 && $whs >= 0}]
+set fh [open [file join $out_dir timing.txt] w]
+puts $fh "wns_ns $wns"
+puts $fh "whs_ns $whs"
+puts $fh "fclk_mhz $fclk_mhz"
+puts $fh "timing_met $met"
+close $fh
+puts "pynq_z2.tcl: timing at $fclk_mhz MHz: worst setup slack (WNS) $wns ns, worst hold slack (WHS) $whs ns"
+puts "pynq_z2.tcl: utilization:$util_line (reports: [file join $out_dir timing_summary.rpt], utilization.rpt)"
+if {!$met} {
+    puts stderr "pynq_z2.tcl: timing NOT met at $fclk_mhz MHz: WNS $wns ns, WHS $whs ns (negative or missing slack;\
+        see [file join $out_dir timing_summary.rpt]). No bitstream written to $out_dir."
+    exit 3
+}
 
 set run_dir [get_property DIRECTORY [get_runs impl_1]]
 set bit [glob -nocomplain [file join $run_dir ${bd}_wrapper.bit]]
@@ -226,9 +322,5 @@ if {$bit eq "" || $hwh eq ""} {
 }
 file copy -force $bit [file join $out_dir ${net}_pynq-z2.bit]
 file copy -force $hwh [file join $out_dir ${net}_pynq-z2.hwh]
-set fh [open [file join $out_dir timing.txt] w]
-puts $fh "wns_ns $wns"
-puts $fh "fclk_mhz $fclk_mhz"
-close $fh
 puts "pynq_z2.tcl: wrote [file join $out_dir ${net}_pynq-z2.bit] and .hwh"
 exit 0

@@ -36,6 +36,7 @@ from zynqflow.spec import engine as E
 from zynqflow.spec.golden import golden_logits
 from zynqflow.spec.numerics import ACC_BITS, acc_bound, acc_fits
 from zynqflow.spec.qnet import QNet
+from zynqflow.spec.recipes import default_recipe
 from zynqflow.spec.topology import DesignRuleError, check_rules
 
 from .plan import EngineParams, ExportError, HwPlan, plan_hardware
@@ -165,6 +166,7 @@ def manifest(qnet: QNet, plan: HwPlan, n_vectors: int) -> dict:
                    bytes_per_frame=h * w * c, pixels_per_beat=E.PIXELS_PER_BEAT),
         output=dict(classes=cfg.num_classes, format=qnet.output_format.to_dict(),
                     dtype=f"int{qnet.output_format.bits}", values_per_beat=1),
+        preprocess=default_recipe(qnet.dataset, (h, w, c)),
         class_names=list(qnet.class_names) or [f"class{i}" for i in range(cfg.num_classes)],
         engine=dict(n_pe=e.n_pe, n_ci=e.n_ci, mac_units=e.n_pe * e.n_ci, dsp48e1=e.n_pe * e.n_ci // 2,
                     build_params=k["BUILD_PARAMS"], engine_info_hls=k["ENGINE_INFO_HLS"],

@@ -5,14 +5,19 @@ its stand-ins (golden model, C simulation, RTL simulation).
     acc = Accelerator("build/zynqnet-mini/export", backend="csim")
     print(acc.classify(["shoe.png"]).topk(3))
 
+    from zynqflow.host import ZqOverlay              # on a PYNQ board: a pynq.Overlay
+    ol = ZqOverlay("zynqnet-mini_pynq-z2.bit")       # ZYNQFLOW_BACKEND=rtl: the RTL simulation
+
 Command line: ``zynqflow classify|stream|benchmark|info`` (:mod:`zynqflow.host.cli`).
 The board and the RTL simulation share one driver (:mod:`zynqflow.host.driver`).
 """
 
 from .accelerator import BACKENDS, Accelerator, Results
-from .errors import (AcceleratorError, AcceleratorTimeout, BackendError, ExportFilesError, HostError,
-                     NetworkIdMismatch, PreprocessError)
+from .errors import (AcceleratorError, AcceleratorTimeout, BackendError, ClockError, DmaError, ExportFilesError,
+                     HostError, NetworkIdMismatch, PreprocessError, RegisterMapMismatch)
 from .manifest import Export
+from .overlay import ZqOverlay
 
-__all__ = ["Accelerator", "Results", "BACKENDS", "Export", "HostError", "ExportFilesError", "BackendError",
-           "NetworkIdMismatch", "AcceleratorError", "AcceleratorTimeout", "PreprocessError"]
+__all__ = ["Accelerator", "Results", "BACKENDS", "Export", "ZqOverlay", "HostError", "ExportFilesError",
+           "BackendError", "NetworkIdMismatch", "AcceleratorError", "AcceleratorTimeout", "DmaError",
+           "RegisterMapMismatch", "ClockError", "PreprocessError"]

@@ -11,14 +11,24 @@ backend    what computes the logits                       clock of the figures
 =========  =====================================================================
 golden     numpy golden model (``integers.npz``)          host CPU wall time
 csim       C simulation of the HLS engine (g++ ctypes)     host CPU wall time
-rtl        the board driver + PYNQ shim + Verilator RTL    simulated time, 100 MHz
-pynq       the board driver + ``pynq.Overlay`` on a board  board wall time
+rtl        the board driver + PYNQ shim + Verilator RTL    simulated time at FCLK0
+                                                           (100 MHz): accelerator
+                                                           only, no host time
+pynq       the board driver + ``pynq.Overlay`` on a board  board wall time, host
+                                                           work included
 auto       ``pynq`` on a PYNQ board with a bitstream, else ``csim`` (``golden``
            without a C++ compiler, hls4ml or ``net_params.h``)
 =========  =====================================================================
 
 All four return the same integer logits for the same frames (the tests check
 it); ``rtl`` and ``pynq`` run the same driver (:mod:`zynqflow.host.driver`).
+For those two, ``Results.info`` also has the host's own per-frame work
+(``host_seconds_per_frame``, ``host_copy_seconds_per_frame``,
+``host_dma_seconds_per_frame`` (pynq's ``transfer``/``wait``: DMA registers,
+cache flush/invalidate), ``host_driver_seconds_per_frame``), measured with
+``time.perf_counter`` without the time spent waiting for the hardware or in
+the simulator, and ``throughput`` (:func:`zynqflow.host.driver.throughput`):
+frames/s and DMA MB/s, accelerator only and including the host.
 """
 
 from __future__ import annotations
@@ -29,17 +39,25 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .driver import percentiles
+from .driver import percentiles, throughput
 from .errors import BackendError, ExportFilesError
 from .manifest import DEFAULT_EXPORT, Export
-from .preprocess import content_size, to_frames
+from .preprocess import frames_for
 
-BACKENDS = ("golden", "csim", "rtl", "pynq")
+BACKENDS = ("golden", "csim", "rtl", "pynq", "rtl-fast")
 CLOCKS = {
     "golden": "host CPU wall time",
     "csim": "host CPU wall time",
-    "rtl": "simulated time, RTL at 100 MHz",
-    "pynq": "board wall time",
+    "rtl": "simulated time, RTL at 100 MHz: accelerator only (host time not included)",
+    "rtl-fast": "simulated time, RTL at 100 MHz, accelerator only",
+    "pynq": "board wall time (host work included)",
+}
+# what fps and latency cover, per backend (Results.timing, summary()["timing"])
+TIMING = {
+    "golden": "host CPU (the host computes everything)",
+    "csim": "host CPU (the host computes everything)",
+    "rtl": "accelerator only (simulated; host time not included, see host_seconds_per_frame)",
+    "pynq": "including host (board wall time)",
 }
 
 
@@ -57,6 +75,8 @@ class Results:
     latency_s: np.ndarray | None = None     # stream: per frame
     clock: str = ""
     info: dict = field(default_factory=dict)
+    timing: str = ""                        # what fps / latency cover (TIMING)
+    bytes_per_frame: int = 0                # input bytes (DMA bandwidth)
 
     def __len__(self) -> int:
         return len(self.logits)
@@ -103,8 +123,22 @@ class Results:
     def latency_ms(self) -> dict[str, float]:
         return percentiles(self.latency_s if self.latency_s is not None else [])
 
+    def throughput(self) -> dict:
+        """Frames/s and DMA bandwidth, accelerator only and including the host
+        (:func:`zynqflow.host.driver.throughput`); for golden/csim the host does it all."""
+        if "throughput" in self.info:
+            return dict(self.info["throughput"])
+        n = len(self.logits)
+        t = throughput(n, self.seconds or 0.0, 0.0, self.bytes_per_frame, self.logits.shape[1] * 4 if n else 0,
+                       float("nan"), None, simulated=False)
+        t["including_host_from"] = self.clock
+        t["accelerator_only_from"] = "no accelerator: the host computes"
+        return t
+
     def summary(self) -> dict:
-        d = dict(backend=self.backend, frames=len(self.logits), clock=self.clock)
+        """Stable keys: backend, frames, clock, timing; with a stream: seconds, fps,
+        latency_ms; rtl/pynq: host_*_seconds_per_frame, throughput, ... (the backend's info)."""
+        d = dict(backend=self.backend, frames=len(self.logits), clock=self.clock, timing=self.timing)
         if self.seconds is not None:
             d.update(seconds=self.seconds, fps=self.fps, latency_ms=self.latency_ms())
         d.update(self.info)
@@ -121,6 +155,10 @@ class Backend:
     @property
     def clock(self) -> str:
         return CLOCKS[self.name]
+
+    @property
+    def timing(self) -> str:
+        return TIMING.get(self.name, self.clock)
 
     def classify(self, frames: np.ndarray) -> tuple[np.ndarray, dict]:
         raise NotImplementedError
@@ -168,33 +206,63 @@ class GoldenBackend(_CpuBackend):
         return self._golden(self.qnet, frames).astype(np.int64)
 
 
+def driver_info(steps: dict, fclk_hz: float, bytes_in: int, bytes_out: int, simulated: bool) -> dict:
+    """``Results.info`` of a driver run (rtl, pynq), from a RunStats-like dict: cycles_last,
+    the host's per-frame work, recoveries, throughput and DMA bandwidth."""
+    cyc = list(steps.get("cycles_last") or [])
+    last = cyc[-1] if cyc else None
+    host = dict(steps.get("host") or {})
+    info = dict(cycles_last=last, fclk_mhz=fclk_hz / 1e6,
+                fps_from_cycles_last=(fclk_hz / last) if last else None,
+                fps_at_100MHz_from_cycles_last=(100e6 / last) if last else None,
+                frames_done=steps.get("frames_done"), recoveries=list(steps.get("recoveries") or []),
+                mm2s_transfers=steps.get("mm2s_transfers"), s2mm_transfers=steps.get("s2mm_transfers"))
+    info.update({k: v for k, v in host.items() if k.endswith("_per_frame")})
+    if steps.get("seconds") is not None:
+        info["throughput"] = throughput(len(steps["logits"]), steps["seconds"], host.get("host_seconds_per_frame", 0.0),
+                                        bytes_in, bytes_out, fclk_hz, last, simulated)
+    return info
+
+
 class PynqBackend(Backend):
-    """The board driver on a PYNQ board."""
+    """The board driver on a PYNQ board (``overlay``: an already loaded ``pynq.Overlay``,
+    e.g. a :class:`zynqflow.host.overlay.ZqOverlay`, instead of loading ``bit``)."""
 
     name = "pynq"
 
     def __init__(self, export: Export, bit=None, regmap=None, timeout_s: float | None = None,
-                 download: bool = True):
+                 download: bool = True, fclk_mhz: float | None = None, retries: int | None = None,
+                 overlay=None):
         super().__init__(export)
-        from .board import open_board
+        from .board import driver_on_overlay, open_board
 
-        self.driver = open_board(export, bit=bit, regmap=regmap, timeout_s=timeout_s, download=download)
+        kw = {} if retries is None else dict(retries=retries)
+        if overlay is not None:
+            self.driver = driver_on_overlay(overlay, export, getattr(overlay, "bitfile_name", bit or "overlay"),
+                                            regmap, timeout_s, fclk_mhz, **kw)
+        else:
+            self.driver = open_board(export, bit=bit, regmap=regmap, timeout_s=timeout_s, download=download,
+                                     fclk_mhz=fclk_mhz, **kw)
 
-    def _info(self, st):
-        return dict(cycles_last=st.cycles_last[-1] if st.cycles_last else None,
-                    fps_at_100MHz_from_cycles_last=(self.driver.fclk_hz / st.cycles_last[-1])
-                    if st.cycles_last and st.cycles_last[-1] else None,
-                    frames_done=st.frames_done, net_id=f"0x{self.driver.hw_id:08x}")
+    def _info(self, st, stream: bool):
+        d = self.driver
+        info = driver_info(dict(cycles_last=st.cycles_last, host=st.host, frames_done=st.frames_done,
+                                recoveries=st.recoveries, mm2s_transfers=st.mm2s_transfers,
+                                s2mm_transfers=st.s2mm_transfers, logits=st.logits,
+                                seconds=st.seconds if stream else None),
+                           d.fclk_hz, d.in_bytes, d.classes * 4, simulated=False)
+        info["net_id"] = f"0x{d.hw_id:08x}"
+        return info
 
     def classify(self, frames):
         st = self.driver.classify(frames)
-        info = self._info(st)
+        info = self._info(st, stream=False)
         info["cycles_last_per_frame"] = st.cycles_last
         return st.logits, info
 
     def stream(self, frames):
         st = self.driver.stream(frames)
-        return st.logits, st.latency_s, st.seconds, self._info(st)
+        return st.logits, st.latency_s, st.seconds, self._info(st, stream=True)
 
     def close(self):
         self.driver.close()
@@ -287,10 +355,10 @@ class Accelerator:
     def class_names(self) -> list[str]:
         return self.export.class_names
 
-    def preprocess(self, items, invert: bool = False) -> np.ndarray:
-        """Files / images / arrays -> uint8 N x H x W x C (see :mod:`zynqflow.host.preprocess`)."""
-        return to_frames(items, self.export.input_shape, self.export.color, invert,
-                         content=content_size(self.export.input_shape, self.export.dataset))
+    def preprocess(self, items, invert: bool = False, recipe: str | None = "auto") -> np.ndarray:
+        """Files / images / arrays -> uint8 N x H x W x C by the manifest's recipe, as the CLI
+        does (``recipe``: auto, or a recipe name; see :mod:`zynqflow.host.preprocess`)."""
+        return frames_for(self.export, items, invert, recipe)
 
     @staticmethod
     def _sources(items) -> list[str] | None:
@@ -304,20 +372,31 @@ class Accelerator:
 
     def _results(self, logits, sources, **kw) -> Results:
         return Results(self.backend_name, np.asarray(logits, np.int64), self.class_names, self.export.out_frac,
-                       sources, clock=self.backend.clock, **kw)
+                       sources, clock=self.backend.clock, timing=self.backend.timing,
+                       bytes_per_frame=self.export.bytes_per_frame, **kw)
 
-    def classify(self, items, invert: bool = False) -> Results:
-        frames = self.preprocess(items, invert)
+    def classify(self, items, invert: bool = False, recipe: str | None = "auto") -> Results:
+        frames = self.preprocess(items, invert, recipe)
         logits, info = self.backend.classify(frames)
         return self._results(logits, self._sources(items), info=info)
 
-    def stream(self, items, invert: bool = False) -> Results:
+    def stream(self, items, invert: bool = False, recipe: str | None = "auto") -> Results:
         """Frames back to back (pipelined on rtl/pynq); the result has fps and latency percentiles."""
-        frames = self.preprocess(items, invert)
+        frames = self.preprocess(items, invert, recipe)
         logits, lat, seconds, info = self.backend.stream(frames)
         if len(logits) != len(frames):
             raise BackendError(f"{self.backend_name}: {len(logits)} results for {len(frames)} frames")
         return self._results(logits, self._sources(items), seconds=seconds, latency_s=np.asarray(lat), info=info)
+
+    def benchmark(self, frames) -> dict:
+        """Throughput test (FINN's ``throughput_test``): stream ``frames`` (uint8 N x H x W x C)
+        and return frames/s and DMA MB/s accelerator only and including the host, the host's
+        per-frame work, latency percentiles and what each figure measures."""
+        res = self.stream(np.asarray(frames))
+        t = res.throughput()
+        t.update(backend=self.backend_name, clock=res.clock, timing=res.timing, latency_ms=res.latency_ms(),
+                 **{k: v for k, v in res.info.items() if k.startswith("host_")})
+        return t
 
     def close(self) -> None:
         self.backend.close()

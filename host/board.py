@@ -6,16 +6,27 @@ On a PYNQ-Z2 (PYNQ image 3.x with pynq 3/4) after ``board/deploy.sh``::
     acc = Accelerator("/home/xilinx/zynqflow/zynqnet-mini", backend="pynq")
 
 loads ``<net>_pynq-z2.bit`` (and its ``.hwh``) found beside the manifest or in
-``bitstreams/``, checks the network ID and runs frames through the AXI DMA.
+``bitstreams/``, compares the register offsets with the ``.hwh``, reads (or
+sets, ``fclk_mhz=``) the PL clock FCLK0, checks the network ID and runs
+frames through the AXI DMA.
+
+The clock: ``pynq.ps.Clocks.fclk0_mhz`` is read after the bitstream is loaded
+(``pynq.Overlay`` sets it from the ``.hwh``; ``Clocks.get_pl_clk()`` returns
+None in pynq 3.0.1/3.1.2, the property works). A clock the user asks for is
+refused when it is above what the implemented design met: ``fclk0_mhz`` and
+``wns_ns`` of the bitstream's ``.json`` (``board/bitstream.sh`` writes it),
+at most ``1000 / (1000 / fclk0_mhz - wns_ns)`` MHz; without that record, at
+most the design's own clock.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from pathlib import Path
 
-from .errors import BackendError
+from .errors import BackendError, ClockError
 from .manifest import Export, find_regmap
 
 
@@ -32,13 +43,90 @@ def on_board() -> bool:
     return True
 
 
-def open_board(export: Export, bit=None, regmap=None, timeout_s: float | None = None, download: bool = True,
-               **driver_kw):
-    """Program the bitstream and return a :class:`ZqDriver` on it."""
-    from .driver import ZqDriver
+# ---- the PL clock -----------------------------------------------------------------
+def timing_record(timing) -> tuple[dict | None, str]:
+    """The timing a bitstream was implemented with: a dict, or the path of the ``.json``
+    ``board/bitstream.sh`` writes beside it (``fclk0_mhz``, ``wns_ns``). (record, where from);
+    (None, where looked) when there is none or it has no usable numbers."""
+    if timing is None:
+        return None, "no timing record given"
+    if isinstance(timing, dict):
+        rec, where = timing, "the timing record"
+    else:
+        p = Path(timing)
+        if not p.is_file():
+            return None, f"{p} (missing)"
+        try:
+            rec, where = json.loads(p.read_text()), str(p)
+        except (OSError, ValueError) as e:
+            raise ClockError(f"{p}: cannot read the bitstream's timing record ({e})") from e
+    try:
+        fclk, wns = float(rec["fclk0_mhz"]), float(rec["wns_ns"])
+    except (KeyError, TypeError, ValueError):
+        return None, f"{where} (no numeric fclk0_mhz and wns_ns)"
+    return dict(fclk0_mhz=fclk, wns_ns=wns), where
 
-    bit_path, hwh = export.find_bitstream(bit)
-    rm = find_regmap(export, regmap)
+
+def max_fclk_mhz(fclk0_mhz: float, wns_ns: float) -> float:
+    """The fastest clock the implemented design meets: its clock period less the worst slack."""
+    period = 1e3 / fclk0_mhz - wns_ns
+    return float("inf") if period <= 0 else 1e3 / period
+
+
+def _read_fclk(clocks) -> float | None:
+    try:
+        v = clocks.fclk0_mhz
+    except Exception:  # noqa: BLE001
+        return None
+    return float(v) if v else None
+
+
+def configure_fclk(clocks, requested_mhz: float | None = None, *, timing=None, design_mhz: float | None = None) -> dict:
+    """Read FCLK0 through ``clocks`` (``pynq.ps.Clocks``, or the simulation's) and, with
+    ``requested_mhz``, set it first. Refuses (:class:`ClockError`, naming both numbers) a
+    clock above what the design met (``timing``: see :func:`timing_record`) or, without a
+    timing record, above ``design_mhz`` (the clock in the ``.hwh``). The Zynq's divisors may
+    give a clock other than the one asked for: the clock read back is checked too (and the
+    previous one restored if it is above the limit).
+    Returns {"fclk_mhz": the clock now, "requested_mhz", "limit_mhz", "limit_from"}."""
+    rec, where = timing_record(timing)
+    if rec is not None:
+        limit = max_fclk_mhz(rec["fclk0_mhz"], rec["wns_ns"])
+        why = (f"{where}: implemented at {rec['fclk0_mhz']:g} MHz with a worst setup slack of {rec['wns_ns']:g} ns, "
+               f"it meets at most {limit:.2f} MHz")
+    elif design_mhz:
+        limit = float(design_mhz)
+        why = f"no timing record ({where}): at most the design's own {limit:g} MHz"
+    else:
+        limit, why = None, f"no timing record ({where}) and no design clock: not checked"
+    before = _read_fclk(clocks)
+    if requested_mhz is not None:
+        req = float(requested_mhz)
+        if not req > 0:
+            raise ClockError(f"fclk0 {requested_mhz} MHz: the clock must be positive")
+        if limit is not None and req > limit * (1 + 1e-9):
+            raise ClockError(f"fclk0 {req:g} MHz refused: {why}")
+        try:
+            clocks.fclk0_mhz = req
+        except Exception as e:  # noqa: BLE001
+            raise ClockError(f"setting fclk0 to {req:g} MHz failed: {type(e).__name__}: {e}") from e
+    actual = _read_fclk(clocks)
+    if actual is None:
+        raise ClockError("cannot read fclk0 (pynq.ps.Clocks.fclk0_mhz); pass the clock explicitly")
+    if limit is not None and actual > limit * (1 + 1e-9):
+        if requested_mhz is not None and before:
+            try:
+                clocks.fclk0_mhz = before
+            except Exception:  # noqa: BLE001
+                pass
+        asked = f" (asked for {float(requested_mhz):g} MHz)" if requested_mhz is not None else ""
+        raise ClockError(f"fclk0 is {actual:g} MHz{asked}, above the limit: {why}; choose a lower clock")
+    return dict(fclk_mhz=actual, requested_mhz=requested_mhz, limit_mhz=limit, limit_from=why)
+
+
+# ---- opening the board --------------------------------------------------------------
+def load_overlay(bit_path, download: bool = True):
+    """``pynq.Overlay(bit)`` with the failures named."""
     try:
         import pynq
     except Exception as e:  # noqa: BLE001
@@ -47,8 +135,48 @@ def open_board(export: Export, bit=None, regmap=None, timeout_s: float | None = 
         raise BackendError("the pynq backend runs on a PYNQ board (no FPGA manager here); use --backend csim, "
                            "golden or rtl on this machine")
     try:
-        ol = pynq.Overlay(str(bit_path), download=download)
+        return pynq.Overlay(str(bit_path), download=download)
     except Exception as e:  # noqa: BLE001
         raise BackendError(f"pynq.Overlay({bit_path}) failed: {type(e).__name__}: {e}") from e
-    return ZqDriver(ol, pynq.allocate, export, rm, clock=time.monotonic, timeout_s=timeout_s,
-                    source=f"bitstream {bit_path}", **driver_kw)
+
+
+def open_driver(ol, export: Export, regmap, *, allocate, clocks, raw_mmio=None, clock=time.monotonic,
+                timing=None, fclk_mhz: float | None = None, source: str = "", **driver_kw):
+    """The open sequence, the same on the board and in the simulation: read (and set,
+    ``fclk_mhz``) the PL clock, checked against ``timing`` (:func:`configure_fclk`), then a
+    :class:`ZqDriver` on the overlay, which compares the register offsets with the ``.hwh``
+    and resets a DMA an earlier process left in error (through ``raw_mmio``)."""
+    from .driver import ZqDriver
+
+    design = (getattr(ol, "clock_dict", None) or {}).get(0, {}).get("frequency")
+    clk = configure_fclk(clocks, fclk_mhz, timing=timing, design_mhz=design)
+    drv = ZqDriver(ol, allocate, export, regmap, clock=clock, fclk_hz=clk["fclk_mhz"] * 1e6, source=source,
+                   raw_mmio=raw_mmio, **driver_kw)
+    drv.clock_info = clk
+    return drv
+
+
+def driver_on_overlay(ol, export: Export, bit_path, regmap=None, timeout_s: float | None = None,
+                      fclk_mhz: float | None = None, **driver_kw):
+    """:func:`open_driver` on a loaded ``pynq.Overlay`` (or a subclass of it) with pynq's
+    ``Clocks``, ``allocate`` and ``MMIO``; the timing record is the ``.json`` beside the bitstream."""
+    import pynq
+    from pynq.ps import Clocks
+
+    def raw_mmio(name):
+        d = ol.ip_dict[name]
+        return pynq.MMIO(d["phys_addr"], d["addr_range"])
+
+    return open_driver(ol, export, find_regmap(export, regmap), allocate=pynq.allocate, clocks=Clocks,
+                       raw_mmio=raw_mmio, clock=time.monotonic, timing=Path(bit_path).with_suffix(".json"),
+                       fclk_mhz=fclk_mhz, source=f"bitstream {bit_path}", timeout_s=timeout_s,
+                       clock_label="board wall time (host work included)", **driver_kw)
+
+
+def open_board(export: Export, bit=None, regmap=None, timeout_s: float | None = None, download: bool = True,
+               fclk_mhz: float | None = None, **driver_kw):
+    """Program the bitstream (unless ``download=False``) and return a :class:`ZqDriver` on it."""
+    bit_path, _ = export.find_bitstream(bit)
+    find_regmap(export, regmap)                  # a missing register map fails before the board is touched
+    ol = load_overlay(bit_path, download)
+    return driver_on_overlay(ol, export, bit_path, regmap, timeout_s, fclk_mhz, **driver_kw)

@@ -5,52 +5,122 @@
     zynqflow benchmark --backend golden,csim,rtl --frames 64
     zynqflow info
 
-Also ``python -m zynqflow.host.cli``. ``--export`` (default
-``$ZYNQFLOW_EXPORT``, else ``build/zynqnet-mini/export``) is an export
-directory or its manifest.json.
+Also ``python -m zynqflow.host.cli``. ``--export`` is an export directory
+or its manifest.json; without it, from any directory: ``$ZYNQFLOW_EXPORT``
+(the board wrapper sets it), ``"export"`` in ``~/.config/zynqflow/config.json``
+(or ``$ZYNQFLOW_CONFIG``), the export ``board/deploy.sh`` installed, or the
+checkout's ``build/zynqnet-mini/export`` (``zynqflow info`` says which).
+Images are preprocessed by the manifest's recipe (``--preprocess``): for a
+Fashion-MNIST network, the dataset's own recipe (trim, resize, sharpen,
+centre, negate) for product photos on a plain light or dark background.
 Exit status: 0 ok; 1 the accelerator failed (network-ID mismatch, timeout,
-error frame); 2 usage, missing files, unknown or unavailable backend.
+error frame); 2 usage, bad option values, missing files, unknown or
+unavailable backend.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 
 import numpy as np
 
 from .accelerator import BACKENDS, CLOCKS, Accelerator, have_cxx, resolve_backend
-from .errors import AcceleratorError, HostError, NetworkIdMismatch
-from .manifest import BACKEND_FILES, DEFAULT_EXPORT, Export, find_regmap
-from .preprocess import expand_inputs
+from .errors import AcceleratorError, ExportFilesError, HostError, NetworkIdMismatch
+from .manifest import BACKEND_FILES, Export, default_export, find_regmap, xrt_hint
+from .preprocess import expand_inputs, frames_for, recipe_for
+from zynqflow.spec.recipes import RECIPES
+
+
+# ---- option values: argparse type functions (argparse names the flag in its error) ----------
+def _number(text: str, kind):
+    try:
+        v = kind(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not {'an integer' if kind is int else 'a number'}") from None
+    if kind is float and not math.isfinite(v):
+        raise argparse.ArgumentTypeError(f"'{text}' is not a finite number")
+    return v
+
+
+def positive_int(text: str) -> int:
+    v = _number(text, int)
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {text}")
+    return v
+
+
+def nonnegative_int(text: str) -> int:
+    v = _number(text, int)
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {text}")
+    return v
+
+
+def positive_seconds(text: str) -> float:
+    v = _number(text, float)
+    if v <= 0:
+        raise argparse.ArgumentTypeError(f"must be a time in seconds > 0, got {text}")
+    return v
+
+
+def probability(text: str) -> float:
+    v = _number(text, float)
+    if not 0 <= v < 1:
+        raise argparse.ArgumentTypeError(f"must be a probability in [0, 1), got {text}")
+    return v
 
 
 def _common(p: argparse.ArgumentParser, backend_help: str = "auto") -> None:
-    default = os.environ.get("ZYNQFLOW_EXPORT") or str(DEFAULT_EXPORT)
-    p.add_argument("--export", default=default,
-                   help=f"export directory or manifest.json (default $ZYNQFLOW_EXPORT or {DEFAULT_EXPORT}: {default})")
+    p.add_argument("--export", default=None,
+                   help="export directory or manifest.json (default: $ZYNQFLOW_EXPORT, else \"export\" in "
+                        "~/.config/zynqflow/config.json, else the export deploy.sh installed, else the "
+                        "checkout's build/zynqnet-mini/export)")
     p.add_argument("--backend", default=None,
                    help=f"{' | '.join(BACKENDS)} | auto (default {backend_help}: pynq on a PYNQ board with a "
                         "bitstream, else csim)")
     p.add_argument("--bit", default=None, help="pynq: bitstream (.bit, with its .hwh beside it)")
-    p.add_argument("--timeout", type=float, default=None, help="rtl/pynq: seconds per DMA wait (driver clock)")
-    p.add_argument("--backpressure", type=float, default=0.0,
-                   help="rtl: probability of a stall per cycle on both DMA streams (default 0)")
+    p.add_argument("--no-download", action="store_true",
+                   help="pynq: use the bitstream already loaded instead of programming it again (the network-ID "
+                        "check still runs)")
+    p.add_argument("--timeout", type=positive_seconds, default=None,
+                   help="rtl/pynq: seconds per DMA wait (driver clock), > 0")
+    p.add_argument("--backpressure", type=probability, default=0.0,
+                   help="rtl: probability of a stall per cycle on both DMA streams, in [0, 1) (default 0)")
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
+
+
+def _images(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--invert", action="store_true",
+                   help="invert pixels as the last step (dark objects on light backgrounds, plain recipe)")
+    p.add_argument("--preprocess", choices=("auto",) + RECIPES, default="auto",
+                   help="image recipe: auto (the manifest's; Fashion-MNIST networks: trim, resize, sharpen, "
+                        "centre, negate as the dataset was made), fashion-mnist, or plain (centre-crop and resize)")
 
 
 def _backend_opts(a, name: str) -> dict:
     if name == "pynq":
-        return dict(bit=a.bit, timeout_s=a.timeout)
+        return dict(bit=a.bit, timeout_s=a.timeout, download=not a.no_download)
     if name == "rtl":
         return dict(timeout_s=a.timeout, backpressure=a.backpressure)
     return {}
 
 
+def _export(a) -> Export:
+    if a.export:
+        return Export(a.export)
+    path, origin = default_export()
+    try:
+        return Export(path)
+    except ExportFilesError as e:
+        raise ExportFilesError(f"{e} [default export, from {origin}]") from e
+
+
 def _open(a, name: str | None = None) -> Accelerator:
-    export = Export(a.export)
+    export = _export(a)
     name = resolve_backend(name or a.backend, export, a.bit)
     return Accelerator(export, name, **_backend_opts(a, name))
 
@@ -69,7 +139,7 @@ def _fmt_ms(d: dict) -> str:
 def cmd_classify(a) -> int:
     with _open(a) as acc:
         files = expand_inputs(a.images)
-        res = acc.classify(files, invert=a.invert)
+        res = acc.classify(frames_for(acc.export, files, a.invert, a.preprocess))
         if a.json:
             print(json.dumps(dict(backend=res.backend, network=acc.export.network,
                                   results=[dict(file=str(f), label=int(l), name=n, topk=t)
@@ -87,7 +157,7 @@ def cmd_stream(a) -> int:
         files = expand_inputs(a.inputs)
         if a.limit:
             files = files[: a.limit]
-        frames = acc.preprocess(files, invert=a.invert)
+        frames = frames_for(acc.export, files, a.invert, a.preprocess)
         res = acc.stream(frames)
         s = res.summary()
         if a.json:
@@ -117,7 +187,7 @@ def _bench_frames(export: Export, n: int, source: str) -> np.ndarray:
 
 
 def cmd_benchmark(a) -> int:
-    export = Export(a.export)
+    export = _export(a)
     if a.backend in (None, "", "default"):
         names = ["golden"] + (["csim"] if have_cxx() else [])
         try:
@@ -168,10 +238,13 @@ def cmd_benchmark(a) -> int:
 def cmd_info(a) -> int:
     from .board import on_board
 
-    export = Export(a.export)
-    info = dict(export=str(export.dir), network=export.network, network_id=f"0x{export.network_id:08x}",
+    export = _export(a)
+    origin = "--export" if a.export else default_export()[1]
+    info = dict(export=str(export.dir), export_from=origin, network=export.network,
+                network_id=f"0x{export.network_id:08x}",
                 input=dict(shape=list(export.input_shape), color=export.color), classes=export.class_names,
-                on_board=on_board(), default_backend=resolve_backend("auto", export, a.bit), backends={})
+                preprocess=recipe_for(export), on_board=on_board(), xilinx_xrt=os.environ.get("XILINX_XRT"),
+                default_backend=resolve_backend("auto", export, a.bit), backends={})
     for b in BACKENDS:
         try:
             export.require(b)
@@ -189,8 +262,10 @@ def cmd_info(a) -> int:
     if a.json:
         print(json.dumps(info, indent=1))
     else:
-        print(f"{info['network']} ({info['network_id']}) from {info['export']}")
+        print(f"{info['network']} ({info['network_id']}) from {info['export']} ({origin})")
         print(f"input {export.input_shape} {export.color}, classes: {', '.join(export.class_names)}")
+        print(f"preprocessing: {json.dumps(info['preprocess'])}")
+        print(f"XILINX_XRT: {info['xilinx_xrt'] or '(not set)'}")
         print(f"default backend: {info['default_backend']} (on a PYNQ board: {info['on_board']})")
         for b, v in info["backends"].items():
             print(f"  {b:7s} [{CLOCKS[b]}] {v}")
@@ -203,21 +278,21 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="cmd", required=True)
     c = sub.add_parser("classify", help="top-k classes of image files (PNG, JPEG, ... or .npy)")
     c.add_argument("images", nargs="+", help="image files, directories or glob patterns")
-    c.add_argument("--top", type=int, default=3, help="classes per image (default 3)")
-    c.add_argument("--invert", action="store_true", help="invert pixels (dark objects on light backgrounds)")
+    c.add_argument("--top", type=positive_int, default=3, help="classes per image (default 3)")
+    _images(c)
     _common(c)
     c.set_defaults(func=cmd_classify)
     s = sub.add_parser("stream", help="frames back to back from a directory or glob; throughput and latency")
     s.add_argument("inputs", nargs="+", help="directory or glob pattern (quote it) or files")
-    s.add_argument("--top", type=int, default=1)
-    s.add_argument("--limit", type=int, default=0, help="at most this many files")
-    s.add_argument("--invert", action="store_true")
+    s.add_argument("--top", type=positive_int, default=1, help="classes per image (default 1)")
+    s.add_argument("--limit", type=nonnegative_int, default=0, help="at most this many files (0: all)")
+    _images(s)
     _common(s)
     s.set_defaults(func=cmd_stream)
     b = sub.add_parser("benchmark", help="frames/s and latency percentiles per backend, and bit-exactness")
     _common(b, backend_help="golden,csim (+pynq on a board); 'all' adds rtl; or a comma-separated list")
-    b.add_argument("--frames", type=int, default=64, help="frames per backend (default 64)")
-    b.add_argument("--rtl-frames", type=int, default=16, help="at most this many on rtl (default 16)")
+    b.add_argument("--frames", type=positive_int, default=64, help="frames per backend (default 64)")
+    b.add_argument("--rtl-frames", type=positive_int, default=16, help="at most this many on rtl (default 16)")
     b.add_argument("--source", choices=("vectors", "random"), default="vectors",
                    help="the export's test vectors (repeated) or random frames")
     b.add_argument("--out", default=None, help="also write the table as JSON to this file")
@@ -228,22 +303,24 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _fail(e: Exception, code: int, prefix: str = "") -> int:
+    msg = str(e)
+    if "no devices found" in msg.lower():      # pynq's RuntimeError('No Devices Found'), wrapped by the backend
+        msg = xrt_hint(msg)
+    print(f"zynqflow: {prefix}{msg}", file=sys.stderr)
+    return code
+
+
 def main(argv=None) -> int:
     a = build_parser().parse_args(argv)
     try:
         return a.func(a)
     except NetworkIdMismatch as e:
-        print(f"zynqflow: {e}", file=sys.stderr)
-        return 1
+        return _fail(e, 1)
     except AcceleratorError as e:
-        print(f"zynqflow: accelerator error: {e}", file=sys.stderr)
-        return 1
-    except HostError as e:
-        print(f"zynqflow: {e}", file=sys.stderr)
-        return 2
-    except (TypeError, ValueError) as e:
-        print(f"zynqflow: {e}", file=sys.stderr)
-        return 2
+        return _fail(e, 1, "accelerator error: ")
+    except (HostError, TypeError, ValueError) as e:
+        return _fail(e, 2)
 
 
 if __name__ == "__main__":

@@ -1,17 +1,26 @@
 """The accelerator driver: ONE implementation for the PYNQ board and the RTL simulation.
 
-:class:`ZqDriver` programs the engine's registers (offsets from
-``rtl/regmap.json``), checks the network ID, and moves frames with an AXI DMA
+:class:`ZqDriver` programs the engine's registers (names and offsets from the
+:class:`~zynqflow.host.manifest.RegMap` only), checks them against the
+bitstream's ``.hwh``, checks the network ID, and moves frames with an AXI DMA
 (simple mode, no scatter-gather): MM2S -> ``s_axis_in``, ``m_axis_out`` ->
 S2MM. It only uses the PYNQ API:
 
-* ``overlay.ip_dict`` and ``getattr(overlay, name)`` to find the engine
-  (type ``...:zq_top:...``) and the DMA (``...:axi_dma:...``);
+* ``overlay.ip_dict`` (types, and the ``registers`` pynq reads from the
+  ``.hwh``) and ``getattr(overlay, name)`` to find the engine (type
+  ``...:zq_top:...``) and the DMA (``...:axi_dma:...``);
 * ``ip.mmio.read(offset)`` / ``ip.mmio.write(offset, value)``;
-* ``dma.sendchannel`` / ``dma.recvchannel``: ``transfer(buffer)``, ``idle``,
-  ``error``, ``wait()``, ``transferred``;
-* ``allocate(shape, dtype)`` buffers with ``flush()``, ``invalidate()``,
-  ``physical_address``, ``freebuffer()``;
+* pynq's DMA channel driver (``dma.sendchannel`` / ``dma.recvchannel``):
+  ``transfer(buffer)``, ``idle``, ``error``, ``running``, ``wait()``,
+  ``transferred``, ``start()``; for recovery and status the channel's
+  ``_mmio`` and ``_offset`` (pynq has no reset API: DMACR and DMASR are
+  written and read directly, PG021);
+* ``allocate(shape, dtype)`` buffers with ``physical_address`` and
+  ``freebuffer()`` (pynq's ``transfer()`` flushes an MM2S buffer and its
+  ``wait()`` invalidates an S2MM one);
+* ``pynq.Interrupt`` objects (``ip.interrupt``, the channels' ``_interrupt``)
+  in the asyncio methods, when the design wires them (board/pynq_z2.tcl:
+  through an axi_intc);
 * a clock (seconds) for timeouts and latencies.
 
 On the board these are ``pynq.Overlay``, ``pynq.allocate`` and
@@ -19,17 +28,29 @@ On the board these are ``pynq.Overlay``, ``pynq.allocate`` and
 they are :mod:`zynqflow.sim.sim_shim` over cocotbext-axi, whose clock is the
 simulated time. Nothing else differs.
 
-Safety: before the first frame the ``net_id`` register must equal the
-manifest's ``network_id_int`` (else :class:`NetworkIdMismatch`, naming both
-IDs and both files). The engine latches ``net_id`` at ``ap_start`` (rtl/); an
-engine that reads 0 after ``ap_start`` (the Vitis HLS one publishes it with
-a frame's results) gets a one-beat probe frame, which it answers with an
-error frame without computing, and is checked then. Every DMA wait polls
-``idle`` against a deadline; a timeout raises :class:`AcceleratorTimeout`
-with the ``status`` and ``AP_CTRL`` registers (and ``frames_done``,
-``cycles_last``, the DMA status register where available).
+Safety: on open, the register offsets of the RegMap are compared with those
+in the ``.hwh`` (:func:`check_register_offsets`). Before the first frame the
+``net_id`` register must equal the manifest's ``network_id_int`` (else
+:class:`NetworkIdMismatch`, naming both IDs and both files). The engine
+latches ``net_id`` at ``ap_start`` (rtl/); an engine that reads 0 after
+``ap_start`` (the Vitis HLS one publishes it with a frame's results) gets a
+one-beat probe frame, which it answers with an error frame without
+computing, and is checked then. Every wait has a deadline: a timeout raises
+:class:`AcceleratorTimeout` with the ``status`` and ``AP_CTRL`` registers
+(and ``frames_done``, ``cycles_last``, the DMA status register).
 
-Two ways to run frames:
+Recovery (:meth:`ZqDriver.recover`): after a DMA error (the AXI DMA halts
+and stays halted until reset) or a timeout (the channel stays busy), the
+driver soft-resets the DMA (DMACR bit 2, both channels), restarts both
+channels, stops ``auto_restart`` and drains the engine: it takes whatever
+output the engine still has and, if the engine waits for (the rest of) an
+input frame, ends that frame with a one-beat packet (answered with an error
+frame), until ``ap_idle``. Then the frames without a result are sent again
+(at most ``retries`` recoveries per call); the results are complete and in
+order. pynq's ``RuntimeError``/``ValueError`` become :class:`DmaError`.
+
+Two ways to run frames (and their asyncio versions, which wait on the
+interrupts instead of polling):
 
 * :meth:`ZqDriver.classify`: one ``ap_start`` per frame; checks ``ap_done``
   and ``status`` and reads ``cycles_last`` after each frame.
@@ -38,29 +59,90 @@ Two ways to run frames:
   ping-pong). Results come back in order, one per frame (S2MM transfers
   end at each frame's TLAST; ``frames_done`` must advance by exactly the
   number of frames).
+
+Times: ``RunStats.seconds``/latencies are in the driver clock (board: wall
+time, host work included; simulation: simulated time, accelerator and DMA
+only). ``RunStats.host`` is the host's own per-frame work, measured with
+``time.perf_counter`` (copies, DMA calls with their cache flush/invalidate,
+Python), without the time spent waiting for the hardware or inside a
+simulator.
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from .errors import AcceleratorError, AcceleratorTimeout, NetworkIdMismatch
+from .errors import AcceleratorError, AcceleratorTimeout, DmaError, HostError, NetworkIdMismatch, RegisterMapMismatch
 from .manifest import Export, RegMap
 
 ERROR_LOGIT = -32768          # an error frame is N_CLASSES beats of this value
-DEFAULT_FCLK_HZ = 100e6       # FCLK0 of the board design
+DEFAULT_FCLK_HZ = 100e6       # FCLK0 of the board design (board/pynq_z2.tcl); the board reads the real one
 TIMEOUT_FRAMES = 50           # default timeout: this many estimated frame times ...
 MIN_TIMEOUT_S = 0.5           # ... but at least this much on the board (Linux scheduling)
+DEFAULT_RETRIES = 2           # recoveries (and re-sends) per classify/stream call
+DRAIN_ROUNDS = 4              # recovery: output frames taken / one-beat frames sent, at most
+
+# AXI DMA (PG021) direct register mode, relative to a channel's offset (MM2S 0x00, S2MM 0x30)
+DMACR, DMASR, DMA_LENGTH = 0x00, 0x04, 0x28
+DMACR_RS, DMACR_RESET = 0x1, 0x4
+DMASR_ERRORS, DMASR_IOC = 0x70, 0x1000
+DMASR_BITS = ((0, "Halted"), (1, "Idle"), (4, "DMAIntErr"), (5, "DMASlvErr"), (6, "DMADecErr"),
+              (12, "IOC_Irq"), (14, "Err_Irq"))
+ISR_AP_DONE = 0x1             # Vitis HLS IER/ISR bit 0: ap_done
+OPTIONAL_REGS = ("cycles_last", "build_params")   # read when the register map has them
+
+# how Vitis HLS may name a register in the .hwh (block-level registers; 64-bit arguments as <name>_1/_2)
+HWH_ALIASES = {"AP_CTRL": ("CTRL",), "GIE": ("GIER",), "IER": ("IP_IER",), "ISR": ("IP_ISR",)}
+
+
+def decode_dmasr(v: int) -> str:
+    on = [n for b, n in DMASR_BITS if v >> b & 1]
+    return f"DMASR=0x{v:08x} ({' '.join(on) if on else 'running, busy'})"
+
+
+def check_register_offsets(offsets: dict[str, int], hwh_registers: dict | None, *, ip: str = "the accelerator",
+                           regmap_source: str = "the register map", hwh_source: str = "the .hwh") -> dict[str, int]:
+    """Compare the driver's registers (name -> byte offset) with those pynq read from the
+    ``.hwh`` (``overlay.ip_dict[ip]["registers"]``: name -> {"address_offset", ...}).
+    Registers are matched by name (case-insensitive; ``AP_CTRL``/``GIE``/``IER``/``ISR``
+    also as Vitis HLS's ``CTRL``/``GIER``/``IP_IER``/``IP_ISR``, a 64-bit one as
+    ``<name>_1``); registers the ``.hwh`` does not list are not compared. Returns the
+    compared names -> offset; {} when the overlay has no register information.
+    Raises :class:`RegisterMapMismatch` naming each register and both offsets."""
+    if not hwh_registers:
+        return {}
+    by_lower = {str(k).lower(): k for k in hwh_registers}
+    compared, bad = {}, []
+    for name, off in offsets.items():
+        key = next((by_lower[c.lower()] for c in (name, *HWH_ALIASES.get(name, ()), f"{name}_1")
+                    if c.lower() in by_lower), None)
+        if key is None:
+            continue
+        hw = int(hwh_registers[key]["address_offset"])
+        compared[name] = hw
+        if hw != int(off):
+            bad.append(f"{name} at 0x{int(off):02x} in {regmap_source} but '{key}' at 0x{hw:02x} in {hwh_source}")
+    if bad:
+        raise RegisterMapMismatch(f"register offsets of {ip} differ: {'; '.join(bad)}. The bitstream and the "
+                                  "register map come from different engine versions: rebuild the bitstream or use "
+                                  "the matching register map. No register was written.")
+    if not compared:
+        raise RegisterMapMismatch(f"none of the registers of {regmap_source} ({', '.join(sorted(offsets))}) is in "
+                                  f"{hwh_source} for {ip} (it lists {', '.join(sorted(map(str, hwh_registers)))}): "
+                                  "is this the zynqflow engine?")
+    return compared
 
 
 @dataclass
 class RunStats:
     """What one :meth:`ZqDriver.classify` / :meth:`ZqDriver.stream` call measured
     (times in the driver clock's seconds: wall time on the board, simulated
-    time in the RTL simulation)."""
+    time in the RTL simulation; ``host``: the host's own work, see the module docstring)."""
 
     mode: str
     logits: np.ndarray                 # int64 N x classes, in input order
@@ -68,8 +150,13 @@ class RunStats:
     t_done: np.ndarray                 # clock when each frame's S2MM transfer was seen complete
     seconds: float                     # first transfer to last result
     cycles_last: list[int] = field(default_factory=list)   # per frame (classify) or the last (stream)
-    frames_done: int = 0               # how far the frames_done register advanced
+    frames_done: int = 0               # how far the frames_done register advanced (recoveries included)
     registers: dict = field(default_factory=dict)           # after the run
+    host: dict = field(default_factory=dict)                # host_*_seconds_per_frame
+    recoveries: list = field(default_factory=list)          # one dict per recovery during the call
+    mm2s_transfers: int = 0            # transfers the driver started (re-sends, probes, drains included)
+    s2mm_transfers: int = 0
+    interrupts: bool = False           # waits used the interrupts
 
     @property
     def latency_s(self) -> np.ndarray:
@@ -78,6 +165,63 @@ class RunStats:
     @property
     def fps(self) -> float:
         return len(self.logits) / self.seconds if self.seconds > 0 else float("nan")
+
+
+class _Frames:
+    """Results of a call in progress: ``next`` is the first frame without a result."""
+
+    def __init__(self, n: int, classes: int):
+        self.logits = np.zeros((n, classes), np.int64)
+        self.t_send, self.t_done = np.zeros(n), np.zeros(n)
+        self.cycles: list[int] = []
+        self.next = 0
+
+
+class _HostTime:
+    """The driver's own time (``time.perf_counter``), by part: wall time minus the time
+    ``outside()`` counts (a simulator), each part exclusive of the parts nested in it."""
+
+    PARTS = ("wait", "copy", "dma", "recovery")
+
+    def __init__(self, outside=None):
+        self.outside = outside or (lambda: 0.0)
+        self.begin()
+
+    def _own(self) -> float:
+        return time.perf_counter() - self.outside()
+
+    def begin(self) -> None:
+        self.t0 = self._own()
+        self.acc = dict.fromkeys(self.PARTS, 0.0)
+        self._stack: list[float] = []          # per open part: time of the parts nested in it
+        self._in_recovery = False
+
+    @contextmanager
+    def part(self, key: str):
+        if self._in_recovery:                  # everything in a recovery counts as recovery
+            yield
+            return
+        t = self._own()
+        self._stack.append(0.0)
+        self._in_recovery = key == "recovery"
+        try:
+            yield
+        finally:
+            self._in_recovery = False
+            dt = self._own() - t
+            nested = self._stack.pop()
+            self.acc[key] += dt - nested
+            if self._stack:
+                self._stack[-1] += dt
+
+    def per_frame(self, n: int) -> dict:
+        total = self._own() - self.t0
+        host = total - self.acc["wait"] - self.acc["recovery"]
+        f = (lambda v: v / n) if n else (lambda v: float("nan"))
+        return dict(host_seconds_per_frame=f(host), host_copy_seconds_per_frame=f(self.acc["copy"]),
+                    host_dma_seconds_per_frame=f(self.acc["dma"]),
+                    host_driver_seconds_per_frame=f(host - self.acc["copy"] - self.acc["dma"]),
+                    host_wait_seconds=self.acc["wait"], host_recovery_seconds=self.acc["recovery"])
 
 
 def find_ips(overlay, accel: str | None = None, dma: str | None = None) -> tuple[str, str]:
@@ -113,34 +257,92 @@ def _free(buf) -> None:
             return
 
 
+def _at(frame: int) -> str:
+    return f" of frame {frame}" if frame >= 0 else ""
+
+
+def _run_sync(coro):
+    """Run a coroutine that never suspends (the polling paths) to its end, without an event
+    loop: works inside a running loop too (Jupyter)."""
+    try:
+        coro.send(None)
+    except StopIteration as e:
+        return e.value
+    coro.close()
+    raise RuntimeError("internal error: a synchronous driver call tried to suspend")
+
+
+def _with_note(e: HostError, note: str) -> HostError:
+    """The same kind of error with ``note`` appended to its message."""
+    new = e.__class__.__new__(e.__class__)
+    HostError.__init__(new, f"{e}; {note}")
+    new.__dict__.update(e.__dict__)
+    return new
+
+
 class ZqDriver:
-    """The engine behind a PYNQ(-compatible) overlay. See the module docstring."""
+    """The engine behind a PYNQ(-compatible) overlay. See the module docstring.
+
+    ``retries``: recoveries per call after a DMA error or timeout (the frames without a result
+    are sent again); ``recover=False`` leaves the DMA as the error left it (to inspect it).
+    ``raw_mmio(name)``: an MMIO over an IP's registers without its pynq driver (board:
+    ``pynq.MMIO``); with it, a DMA left halted with an error by an earlier process is reset
+    before pynq's DMA driver starts it (which would otherwise wait for ever).
+    ``outside_clock()``: seconds of wall time spent outside this host's own work (a
+    simulator), left out of the host time. ``simulated``: the clock is simulated time (it holds
+    no host time); ``clock_label`` says what the driver clock measures."""
 
     def __init__(self, overlay, allocate, export: Export, regmap: RegMap, *, clock=time.monotonic,
                  timeout_s: float | None = None, min_timeout_s: float = MIN_TIMEOUT_S,
                  fclk_hz: float = DEFAULT_FCLK_HZ, source: str = "", accel: str | None = None,
-                 dma: str | None = None, probe_id: bool = True, idle_hook=None):
+                 dma: str | None = None, probe_id: bool = True, idle_hook=None, retries: int = DEFAULT_RETRIES,
+                 recover: bool = True, check_registers: bool = True, raw_mmio=None, outside_clock=None,
+                 simulated: bool = False, clock_label: str = ""):
         self.export, self.regmap = export, regmap
         self.source = source or "the loaded overlay"
         self.accel_name, self.dma_name = find_ips(overlay, accel, dma)
-        ip = _attr(overlay, self.accel_name)
-        self.mmio = getattr(ip, "mmio", ip)
-        d = _attr(overlay, self.dma_name)
-        self.send, self.recv = d.sendchannel, d.recvchannel
-        self.allocate = allocate
+        ips = getattr(overlay, "ip_dict", {}) or {}
+        # register offsets: the .hwh against the register map, before any access
+        self.registers_checked = check_register_offsets(
+            dict(regmap.offsets), ips.get(self.accel_name, {}).get("registers") if check_registers else None,
+            ip=self.accel_name, regmap_source=str(getattr(regmap, "path", "the register map")),
+            hwh_source=f"the .hwh of {self.source}")
         self.now = clock
         self.fclk_hz = fclk_hz
         self.frame_time_s = export.frame_cycles() / fclk_hz
         self.timeout_s = float(timeout_s) if timeout_s is not None else max(min_timeout_s,
                                                                             TIMEOUT_FRAMES * self.frame_time_s)
+        # recovery: how long the engine may stay quiet before it is taken to wait for input
+        self.drain_wait_s = max(4 * self.frame_time_s, min_timeout_s / 50)
         self.probe_id = probe_id
         self.idle_hook = idle_hook          # called in poll loops (board: None = busy poll, as pynq does)
+        self.retries, self.recover_errors = int(retries), bool(recover)
+        self.simulated = bool(simulated)
+        self.clock_label = clock_label or ("simulated time (accelerator and DMA only, no host time)" if simulated
+                                           else "wall time (host work included)")
+        self._irq_on = False                # this call waits on the interrupts
+        self._tm = _HostTime(outside_clock)
+        ip = _attr(overlay, self.accel_name)
+        self.mmio = getattr(ip, "mmio", ip)
+        self.accel_irq = getattr(ip, "interrupt", None)
+        self._dirty = False                 # a call did not finish: recover before the next one
+        self.open_reset = None              # DMASRs found (and reset) on open, if a reset was needed
+        if raw_mmio is not None:
+            self._reset_dma_on_open(raw_mmio(self.dma_name))
+        d = _attr(overlay, self.dma_name)   # pynq builds its DMA driver here and starts the channels
+        self.send, self.recv = d.sendchannel, d.recvchannel
+        self.allocate = allocate
         self.in_bytes = export.bytes_per_frame
         self.classes = export.num_classes
         self.id_checked = False
         self.id_probed = False
         self.hw_id: int | None = None
+        self.recoveries: list[dict] = []
+        self.mm2s_transfers = self.s2mm_transfers = 0
         self._bufs = None
+        self._scratch_bufs = None
+        if raw_mmio is not None and not self.rd("AP_CTRL") & regmap.mask("ap_idle"):
+            self._dirty = True              # the engine is in the middle of something: drain it first
 
     # ---- registers --------------------------------------------------------
     def rd(self, name: str) -> int:
@@ -149,10 +351,16 @@ class ZqDriver:
     def wr(self, name: str, value: int) -> None:
         self.mmio.write(self.regmap[name], int(value) & 0xFFFFFFFF)
 
+    def rd_optional(self, name: str) -> int | None:
+        """A register some engines do not have (the HLS engine cannot count cycles): None then."""
+        return self.rd(name) if name in self.regmap.offsets else None
+
     def registers(self) -> dict:
-        """AP_CTRL (read clears ap_done/ap_ready), status, frames_done, cycles_last, net_id, build_params."""
-        return {n: self.rd(n) for n in ("AP_CTRL", "status", "frames_done", "cycles_last", "net_id",
-                                        "build_params")}
+        """AP_CTRL (read clears ap_done/ap_ready), status, frames_done, net_id; cycles_last and
+        build_params where the register map has them (else None)."""
+        regs = {n: self.rd(n) for n in ("AP_CTRL", "status", "frames_done", "net_id")}
+        regs.update({n: self.rd_optional(n) for n in OPTIONAL_REGS})
+        return regs
 
     def describe(self, regs: dict | None = None) -> str:
         try:
@@ -162,19 +370,73 @@ class ZqDriver:
         st = r["status"]
         flags = [n for b, n in ((0, "short frame"), (1, "long frame")) if st >> b & 1]
         return (f"status=0x{st:08x} ({', '.join(flags) if flags else 'ok'}{f', {st >> 16} error frames' if st >> 16 else ''}), "
-                f"AP_CTRL={self.regmap.decode_ctrl(r['AP_CTRL'])}, frames_done={r['frames_done']}, "
-                f"cycles_last={r['cycles_last']}")
+                f"AP_CTRL={self.regmap.decode_ctrl(r['AP_CTRL'])}, frames_done={r['frames_done']}"
+                + (f", cycles_last={r['cycles_last']}" if r.get("cycles_last") is not None else ""))
 
     @staticmethod
-    def _dma_status(ch) -> str:
+    def _dmasr(ch) -> int | None:
         m, off = getattr(ch, "_mmio", None), getattr(ch, "_offset", None)
-        if m is not None and off is not None:
-            try:
-                return f"DMASR=0x{int(m.read(off + 4)):08x}"
-            except Exception:  # noqa: BLE001
-                return "DMASR unreadable"
+        if m is None or off is None:
+            return None
+        try:
+            return int(m.read(off + DMASR)) & 0xFFFFFFFF
+        except Exception:  # noqa: BLE001
+            return None
+
+    def _dma_status(self, ch) -> str:
+        v = self._dmasr(ch)
+        if v is not None:
+            return decode_dmasr(v)
         st = getattr(ch, "status", None)
         return f"DMA {st}" if st else ""
+
+    # ---- DMA calls: pynq's errors become host errors ------------------------
+    def _dma_call(self, fn, ch, what: str, frame: int, *args):
+        try:
+            return fn(*args)
+        except HostError:
+            raise
+        except (RuntimeError, ValueError) as e:
+            sr = self._dmasr(ch)
+            raise DmaError(f"AXI DMA {what}{_at(frame)}: pynq: {e} ({decode_dmasr(sr) if sr is not None else 'DMASR unreadable'}"
+                           f"); accelerator {self.describe()}", sr) from e
+
+    def _transfer(self, ch, buf, what: str, frame: int) -> None:
+        with self._tm.part("dma"):                    # pynq: register writes, and flush() for MM2S
+            self._dma_call(ch.transfer, ch, what, frame, buf)
+        if ch is self.send:
+            self.mm2s_transfers += 1
+        else:
+            self.s2mm_transfers += 1
+
+    def _reset_dma_on_open(self, m) -> None:
+        srs = [int(m.read(off + DMASR)) & 0xFFFFFFFF for off in (0x00, 0x30)]
+        # an error halts a channel until a reset, and pynq's start() would wait for it for ever;
+        # a running channel that is not idle is mid-transfer (or never used): reset both
+        if any(sr & DMASR_ERRORS or not sr & 0x1 and not sr & 0x2 for sr in srs):
+            self.open_reset = dict(dmasr_mm2s=srs[0], dmasr_s2mm=srs[1])
+            self._soft_reset(m, 0)
+
+    def _soft_reset(self, m, off: int) -> None:
+        """PG021 soft reset (DMACR bit 2 of either channel resets both), then wait for it to clear."""
+        m.write(off + DMACR, DMACR_RESET)
+        deadline = self.now() + self.timeout_s
+        while (v := int(m.read(off + DMACR))) & DMACR_RESET:
+            if self.now() > deadline:
+                raise DmaError(f"the AXI DMA soft reset did not complete within {self.timeout_s:.3g} s "
+                               f"(DMACR=0x{v:08x}); reload the bitstream ({self.source})")
+            if self.idle_hook is not None:
+                self.idle_hook()
+
+    def reset_dma(self) -> None:
+        """Soft-reset the AXI DMA and start both channels again (pynq has no API for it)."""
+        m, off = getattr(self.send, "_mmio", None), getattr(self.send, "_offset", None)
+        if m is None or off is None:
+            raise DmaError("cannot reset the AXI DMA: its channels expose no registers (_mmio, _offset)")
+        with self._tm.part("dma"):
+            self._soft_reset(m, off)
+            for ch, name in ((self.send, "MM2S"), (self.recv, "S2MM")):
+                self._dma_call(ch.start, ch, f"{name} start after reset", -1)
 
     # ---- network ID -------------------------------------------------------
     def check_network_id(self) -> int:
@@ -189,31 +451,34 @@ class ZqDriver:
             self.wr("AP_CTRL", self.regmap.mask("ap_start"))
             hw = self.rd("net_id")
             if hw == 0 and self.probe_id:
-                hw = self._probe_id()
+                hw = _run_sync(self._probe_id())
         self.hw_id = hw
         if hw != want:
             raise NetworkIdMismatch(hw, want, self.source, str(self.export.manifest_path))
         self.id_checked = True
         return hw
 
-    def _probe_id(self) -> int:
+    def _scratch(self):
+        """One-word input and one-frame output buffers (network-ID probe, recovery)."""
+        if self._scratch_bufs is None:
+            self._scratch_bufs = (self.allocate(shape=(1,), dtype=np.uint32),
+                                  self.allocate(shape=(self.classes,), dtype=np.int32))
+        return self._scratch_bufs
+
+    async def _probe_id(self) -> int:
         """One-beat frame (TLAST on the first beat): not computed, answered with an error frame."""
         self.id_probed = True
-        ib = self.allocate(shape=(1,), dtype=np.uint32)
-        ob = self.allocate(shape=(self.classes,), dtype=np.int32)
-        try:
-            ib[0] = 0
-            ib.flush()
-            self.recv.transfer(ob)
-            self.send.transfer(ib)
-            self._wait(self.send, "MM2S (network-ID probe)", -1)
-            self._wait(self.recv, "S2MM (network-ID probe)", -1)
-        finally:
-            _free(ib)
-            _free(ob)
+        ib, ob = self._scratch()
+        ib[0] = 0
+        self._dirty = True
+        self._transfer(self.recv, ob, "S2MM (network-ID probe)", -1)
+        self._transfer(self.send, ib, "MM2S (network-ID probe)", -1)
+        await self._wait_dma(self.send, "MM2S (network-ID probe)", -1)
+        await self._wait_dma(self.recv, "S2MM (network-ID probe)", -1)
+        self._dirty = False
         return self.rd("net_id")
 
-    # ---- DMA --------------------------------------------------------------
+    # ---- buffers ----------------------------------------------------------
     def _buffers(self):
         if self._bufs is None:
             ins = [self.allocate(shape=(self.in_bytes,), dtype=np.uint8) for _ in range(2)]
@@ -225,10 +490,10 @@ class ZqDriver:
         return self._bufs
 
     def close(self) -> None:
-        if self._bufs is not None:
-            for b in self._bufs[0] + self._bufs[1]:
+        for group in (self._bufs or ((), ())) + ((self._scratch_bufs or ()),):
+            for b in group:
                 _free(b)
-            self._bufs = None
+        self._bufs = self._scratch_bufs = None
 
     def __enter__(self):
         return self
@@ -236,36 +501,99 @@ class ZqDriver:
     def __exit__(self, *exc):
         self.close()
 
-    def _wait(self, ch, what: str, frame: int) -> None:
-        """Poll ``ch.idle`` until the transfer is done, the DMA reports an error, or the deadline."""
-        t0 = self.now()
-        deadline = t0 + self.timeout_s
-        while not ch.idle:
-            if getattr(ch, "error", False):
-                raise AcceleratorError(f"AXI DMA {what} error at frame {frame} ({self._dma_status(ch)}); "
-                                       f"accelerator {self.describe()}")
-            if self.now() > deadline:
-                dma = self._dma_status(ch)
-                raise AcceleratorTimeout(
-                    f"timeout: the DMA {what} transfer of frame {frame} did not complete within "
-                    f"{self.timeout_s:.3g} s ({self.source}); accelerator {self.describe()}"
-                    f"{'; ' + dma if dma else ''}")
+    # ---- waiting ----------------------------------------------------------
+    @property
+    def has_interrupts(self) -> bool:
+        """The design wires the accelerator's and both DMA channels' interrupts (pynq found them)."""
+        return all(x is not None for x in (self.accel_irq, getattr(self.send, "_interrupt", None),
+                                           getattr(self.recv, "_interrupt", None)))
+
+    async def _sleep(self, irq, deadline: float, aio: bool) -> None:
+        """Between two polls: the interrupt (asyncio), a yield (asyncio without one), or the idle hook."""
+        if irq is not None:
+            try:
+                await asyncio.wait_for(irq.wait(), timeout=max(1e-3, min(1.0, deadline - self.now())))
+            except asyncio.TimeoutError:
+                pass
+        elif aio:
+            await asyncio.sleep(0)
+        elif self.idle_hook is not None:
+            self.idle_hook()
+
+    async def _wait_dma(self, ch, what: str, frame: int, aio: bool = False, quiet_s: float | None = None) -> bool:
+        """Until ``ch``'s transfer completes, then pynq's ``wait()`` (S2MM: invalidate; ``transferred``).
+        DMA error bits -> :class:`DmaError`; past the deadline -> :class:`AcceleratorTimeout`, or
+        False with ``quiet_s`` (recovery: nothing came)."""
+        irq = getattr(ch, "_interrupt", None) if aio and self._irq_on else None
+        limit = self.timeout_s if quiet_s is None else quiet_s
+        with self._tm.part("wait"):
+            deadline = self.now() + limit
+            while not ch.idle:
+                if getattr(ch, "error", False):
+                    sr = self._dmasr(ch)
+                    st = decode_dmasr(sr) if sr is not None else self._dma_status(ch)
+                    raise DmaError(f"AXI DMA {what} error{_at(frame).replace(' of ', ' at ')} ({st}); "
+                                   f"accelerator {self.describe()}", sr)
+                if self.now() > deadline:
+                    if quiet_s is not None:
+                        return False
+                    dma = self._dma_status(ch)
+                    raise AcceleratorTimeout(
+                        f"timeout: the DMA {what} transfer{_at(frame)} did not complete within "
+                        f"{limit:.3g} s ({self.source}); accelerator {self.describe()}"
+                        f"{'; ' + dma if dma else ''}")
+                await self._sleep(irq, deadline, aio)
+        with self._tm.part("dma"):
+            self._dma_call(ch.wait, ch, what, frame)
+            if irq is not None:                       # the IOC interrupt is level: clear it
+                ch._mmio.write(ch._offset + DMASR, DMASR_IOC)
+        return True
+
+    async def _wait_ap_done(self, frame: int, aio: bool = False) -> None:
+        """ap_done after a frame: polled in AP_CTRL (clear-on-read, seen once), or, with the
+        interrupt, ISR bit 0 (cleared by writing it back) and then AP_CTRL read to consume ap_done."""
+        irq = self.accel_irq if aio and self._irq_on else None
+        done = self.regmap.mask("ap_done")
+        with self._tm.part("wait"):
+            deadline = self.now() + self.timeout_s
+            while True:
+                if irq is not None:
+                    if self.rd("ISR") & ISR_AP_DONE:
+                        self.wr("ISR", ISR_AP_DONE)
+                        self.rd("AP_CTRL")
+                        return
+                elif self.rd("AP_CTRL") & done:
+                    return
+                if self.now() > deadline:
+                    raise AcceleratorTimeout(f"frame {frame}: output received but ap_done never set within "
+                                             f"{self.timeout_s:.3g} s; accelerator {self.describe()}")
+                await self._sleep(irq, deadline, aio)
+
+    def _check_frames_done(self, fd0: int, n: int) -> int:
+        deadline = self.now() + self.timeout_s
+        while True:
+            d = (self.rd("frames_done") - fd0) & 0xFFFFFFFF
+            if d == n:
+                return d
+            if d > n or self.now() > deadline:
+                raise AcceleratorError(f"frames_done advanced by {d} for {n} frames: the engine did not produce "
+                                       f"exactly one result per frame; accelerator {self.describe()}")
             if self.idle_hook is not None:
                 self.idle_hook()
-        ch.wait()
 
-    def _send(self, buf, frame: np.ndarray) -> None:
-        buf[:] = np.ascontiguousarray(frame, dtype=np.uint8).reshape(-1)
-        buf.flush()
-        self.send.transfer(buf)
+    # ---- frames in and out ------------------------------------------------
+    def _send(self, buf, frame: np.ndarray, k: int) -> None:
+        with self._tm.part("copy"):
+            buf[:] = np.ascontiguousarray(frame, dtype=np.uint8).reshape(-1)
+        self._transfer(self.send, buf, "MM2S (input)", k)
 
     def _take(self, buf, k: int) -> np.ndarray:
-        buf.invalidate()
         n = getattr(self.recv, "transferred", None)
         if n not in (None, 0) and n != self.classes * 4:
             raise AcceleratorError(f"frame {k}: the engine sent {n} bytes, expected {self.classes * 4} "
                                    f"({self.classes} logits); accelerator {self.describe()}")
-        v = np.array(buf, dtype=np.int64)
+        with self._tm.part("copy"):
+            v = np.array(buf, dtype=np.int64)
         if np.all(v == ERROR_LOGIT):
             raise AcceleratorError(f"frame {k}: the engine answered with an error frame (all logits "
                                    f"{ERROR_LOGIT}: it saw a short or long input frame); accelerator {self.describe()}")
@@ -281,97 +609,210 @@ class ZqDriver:
             raise ValueError(f"frames are {f.shape}, the engine takes N x {self.export.input_shape} (HWC)")
         return f
 
-    def _check_frames_done(self, fd0: int, n: int) -> int:
-        deadline = self.now() + self.timeout_s
-        while True:
-            d = (self.rd("frames_done") - fd0) & 0xFFFFFFFF
-            if d == n:
-                return d
-            if d > n or self.now() > deadline:
-                raise AcceleratorError(f"frames_done advanced by {d} for {n} frames: the engine did not produce "
-                                       f"exactly one result per frame; accelerator {self.describe()}")
-            if self.idle_hook is not None:
-                self.idle_hook()
-
-    # ---- running frames ---------------------------------------------------
-    def classify(self, frames) -> RunStats:
+    # ---- the two protocols -------------------------------------------------
+    async def _classify_from(self, frames, r: _Frames, aio: bool) -> None:
         """One ``ap_start`` per frame (ap_ctrl_hs handshake), checking status after each."""
-        frames = self._frames(frames)
-        self.check_network_id()
-        n = len(frames)
         ins, outs = self._buffers()
-        logits = np.zeros((n, self.classes), np.int64)
-        t_send, t_done, cycles = np.zeros(n), np.zeros(n), []
         start = self.regmap.mask("ap_start")
-        done_bit = self.regmap.mask("ap_done")
-        fd0 = self.rd("frames_done")
-        self.wr("AP_CTRL", 0)                      # no auto_restart: one frame per ap_start
-        t0 = self.now()
-        for k in range(n):
+        self.wr("AP_CTRL", 0)                          # no auto_restart: one frame per ap_start
+        for k in range(r.next, len(frames)):
+            if aio and self._irq_on:
+                self.wr("ISR", self.rd("ISR"))        # toggle-on-write: clear what is pending
             self.wr("AP_CTRL", start)
-            self.recv.transfer(outs[0])
-            t_send[k] = self.now()
-            self._send(ins[0], frames[k])
-            self._wait(self.send, "MM2S (input)", k)
-            self._wait(self.recv, "S2MM (output)", k)
-            t_done[k] = self.now()
-            logits[k] = self._take(outs[0], k)
-            deadline = self.now() + self.timeout_s
-            while not (self.rd("AP_CTRL") & done_bit):   # ap_done is clear-on-read: seen once
-                if self.now() > deadline:
-                    raise AcceleratorTimeout(f"frame {k}: output received but ap_done never set within "
-                                             f"{self.timeout_s:.3g} s; accelerator {self.describe()}")
-                if self.idle_hook is not None:
-                    self.idle_hook()
+            self._transfer(self.recv, outs[0], "S2MM (output)", k)
+            r.t_send[k] = self.now()
+            self._send(ins[0], frames[k], k)
+            await self._wait_dma(self.send, "MM2S (input)", k, aio)
+            if aio and self._irq_on:          # the accelerator's interrupt says the frame is done
+                await self._wait_ap_done(k, aio)
+            await self._wait_dma(self.recv, "S2MM (output)", k, aio)
+            r.t_done[k] = self.now()
+            r.logits[k] = self._take(outs[0], k)
+            if not (aio and self._irq_on):
+                await self._wait_ap_done(k, aio)
             st = self.rd("status")
             if st & 0x3:
                 raise AcceleratorError(f"frame {k}: status 0x{st:08x} (short/long frame); accelerator "
                                        f"{self.describe()}")
-            cycles.append(self.rd("cycles_last"))
+            r.cycles.append(self.rd_optional("cycles_last"))
+            r.next = k + 1
+
+    async def _stream_from(self, frames, r: _Frames, aio: bool) -> None:
+        """Frames back to back with ``auto_restart``: the MM2S transfer of frame k+1
+        runs while the engine computes frame k."""
+        ins, outs = self._buffers()
+        n, k0 = len(frames), r.next
+        self.wr("AP_CTRL", self.regmap.mask("ap_start", "auto_restart"))
+        self._transfer(self.recv, outs[k0 % 2], "S2MM (output)", k0)
+        r.t_send[k0] = self.now()
+        self._send(ins[k0 % 2], frames[k0], k0)
+        for k in range(k0, n):
+            await self._wait_dma(self.send, "MM2S (input)", k, aio)      # frame k is in the engine
+            if k + 1 < n:                                                 # overlap: send k+1 while k computes
+                r.t_send[k + 1] = self.now()
+                self._send(ins[(k + 1) % 2], frames[k + 1], k + 1)
+            else:
+                self.wr("AP_CTRL", 0)                                     # last frame in: stop auto_restart
+            await self._wait_dma(self.recv, "S2MM (output)", k, aio)
+            r.t_done[k] = self.now()
+            r.logits[k] = self._take(outs[k % 2], k)
+            r.next = k + 1
+            if k + 1 < n:
+                self._transfer(self.recv, outs[(k + 1) % 2], "S2MM (output)", k + 1)
+
+    # ---- recovery -----------------------------------------------------------
+    async def _drain(self, rec: dict, aio: bool) -> None:
+        idle = self.regmap.mask("ap_idle")
+        ib, ob = self._scratch()
+        for _ in range(DRAIN_ROUNDS):
+            if self.rd("AP_CTRL") & idle:
+                return
+            self._transfer(self.recv, ob, "S2MM (recovery)", -1)
+            if not await self._wait_dma(self.recv, "S2MM (recovery)", -1, aio, quiet_s=self.drain_wait_s):
+                # nothing came: the engine waits for (the rest of) an input frame; a one-beat
+                # packet with TLAST ends it, and the engine answers with an error frame
+                ib[0] = 0
+                self._transfer(self.send, ib, "MM2S (recovery)", -1)
+                rec["flushes"] += 1
+                await self._wait_dma(self.send, "MM2S (recovery)", -1, aio)
+                await self._wait_dma(self.recv, "S2MM (recovery)", -1, aio)
+            rec["drained"] += 1
+        if not self.rd("AP_CTRL") & idle:
+            raise AcceleratorError(f"recovery: the accelerator is not idle after {DRAIN_ROUNDS} drained frames "
+                                   f"({self.describe()}); reload the bitstream ({self.source})")
+
+    async def _recover(self, why, aio: bool = False) -> dict:
+        rec = dict(reason=f"{type(why).__name__}: {why}" if isinstance(why, BaseException) else str(why),
+                   t=self.now(), dmasr_mm2s=self._dmasr(self.send), dmasr_s2mm=self._dmasr(self.recv),
+                   drained=0, flushes=0)
+        with self._tm.part("recovery"):
+            self.reset_dma()
+            self.wr("AP_CTRL", 0)                       # stop auto_restart
+            await self._drain(rec, aio)
+        self._dirty = False
+        self.recoveries.append(rec)
+        return rec
+
+    def recover(self, why: str = "requested") -> dict:
+        """Soft-reset the DMA, restart its channels, drain the engine until ``ap_idle``.
+        Returns what was done: the DMASRs found, output frames drained, one-beat frames sent."""
+        return _run_sync(self._recover(why))
+
+    # ---- running frames ---------------------------------------------------
+    async def _run(self, mode: str, frames, aio: bool) -> RunStats:
+        frames = self._frames(frames)
+        self._tm.begin()
+        n = len(frames)
+        r = _Frames(n, self.classes)
+        if self._dirty and self.recover_errors:
+            await self._recover("the previous call on this accelerator did not finish", aio)
+        self.check_network_id()
+        recs: list[dict] = []
+        m0, s0 = self.mm2s_transfers, self.s2mm_transfers
+        if n == 0:
+            return RunStats(mode, r.logits, r.t_send, r.t_done, 0.0, host=self._tm.per_frame(0))
+        irq = self._irq_on = aio and self.has_interrupts
+        if irq:
+            self.wr("ISR", self.rd("ISR"))
+            self.wr("IER", ISR_AP_DONE)
+            self.wr("GIE", 1)
+        proto = self._classify_from if mode == "classify" else self._stream_from
+        fd_start = self.rd("frames_done")
+        t0 = self.now()
+        try:
+            while True:
+                fd0, k0 = self.rd("frames_done"), r.next
+                self._dirty = True
+                try:
+                    await proto(frames, r, aio)
+                    self._check_frames_done(fd0, n - k0)
+                    self._dirty = False
+                    break
+                except (DmaError, AcceleratorTimeout) as e:
+                    if not self.recover_errors:
+                        raise
+                    try:
+                        rec = await self._recover(e, aio)
+                    except HostError as failed:
+                        raise _with_note(e, f"recovery failed: {failed}") from failed
+                    rec["frame"] = r.next
+                    recs.append(rec)
+                    if len(recs) > self.retries:
+                        raise _with_note(e, f"the driver recovered (DMA reset, engine drained) but {len(recs)} "
+                                            f"errors in this call exceed retries={self.retries}") from e
+                except AcceleratorError as e:      # the engine answered wrongly: back to a known state, no retry
+                    if self.recover_errors:
+                        try:
+                            await self._recover(e, aio)
+                        except HostError as failed:
+                            raise _with_note(e, f"recovery failed: {failed}") from failed
+                    raise
+        finally:
+            if irq:
+                self._irq_on = False
+                self.wr("GIE", 0)
         seconds = self.now() - t0
-        fd = self._check_frames_done(fd0, n)
-        return RunStats("classify", logits, t_send, t_done, seconds, cycles, fd, self.registers())
+        regs = self.registers()
+        fd = (regs["frames_done"] - fd_start) & 0xFFFFFFFF
+        cycles = r.cycles if mode == "classify" else [regs["cycles_last"]]
+        return RunStats(mode, r.logits, r.t_send, r.t_done, seconds, cycles, fd, regs,
+                        host=self._tm.per_frame(n), recoveries=recs, mm2s_transfers=self.mm2s_transfers - m0,
+                        s2mm_transfers=self.s2mm_transfers - s0, interrupts=irq)
+
+    def classify(self, frames) -> RunStats:
+        """One ``ap_start`` per frame (ap_ctrl_hs handshake), checking status after each (polled)."""
+        return _run_sync(self._run("classify", frames, aio=False))
 
     def stream(self, frames) -> RunStats:
-        """Frames back to back with ``auto_restart``: the MM2S transfer of frame k+1
-        runs while the engine computes frame k. Results in input order."""
-        frames = self._frames(frames)
-        self.check_network_id()
-        n = len(frames)
-        logits = np.zeros((n, self.classes), np.int64)
-        t_send, t_done = np.zeros(n), np.zeros(n)
-        if n == 0:
-            return RunStats("stream", logits, t_send, t_done, 0.0)
-        ins, outs = self._buffers()
-        fd0 = self.rd("frames_done")
-        self.wr("AP_CTRL", self.regmap.mask("ap_start", "auto_restart"))
-        t0 = self.now()
-        self.recv.transfer(outs[0])
-        t_send[0] = self.now()
-        self._send(ins[0], frames[0])
-        try:
-            for k in range(n):
-                self._wait(self.send, "MM2S (input)", k)          # frame k is in the engine
-                if k + 1 < n:                                     # overlap: send k+1 while k computes
-                    t_send[k + 1] = self.now()
-                    self._send(ins[(k + 1) % 2], frames[k + 1])
-                else:
-                    self.wr("AP_CTRL", 0)                         # last frame in: stop auto_restart
-                self._wait(self.recv, "S2MM (output)", k)
-                t_done[k] = self.now()
-                logits[k] = self._take(outs[k % 2], k)
-                if k + 1 < n:
-                    self.recv.transfer(outs[(k + 1) % 2])
-        except BaseException:
-            try:
-                self.wr("AP_CTRL", 0)
-            except Exception:  # noqa: BLE001
-                pass
-            raise
-        seconds = self.now() - t0
-        fd = self._check_frames_done(fd0, n)
-        regs = self.registers()
-        return RunStats("stream", logits, t_send, t_done, seconds, [regs["cycles_last"]], fd, regs)
+        """Frames back to back with ``auto_restart`` (polled). Results in input order."""
+        return _run_sync(self._run("stream", frames, aio=False))
+
+    async def classify_async(self, frames) -> RunStats:
+        """:meth:`classify`, waiting on the interrupts (``ap_done``, DMA completion) where the
+        design wires them: the CPU is free for other asyncio tasks meanwhile."""
+        return await self._run("classify", frames, aio=True)
+
+    async def stream_async(self, frames) -> RunStats:
+        """:meth:`stream`, waiting on the DMA interrupts (``wait_async`` style) where wired."""
+        return await self._run("stream", frames, aio=True)
+
+
+def throughput(frames: int, seconds: float, host_s_per_frame: float, bytes_in: int, bytes_out: int,
+               fclk_hz: float, cycles_last: int | None, simulated: bool) -> dict:
+    """Frames/s and DMA bandwidth (MB/s, 10^6 bytes) of a stream, accelerator only and
+    including the host's per-frame work.
+
+    Simulated (``seconds`` is simulated time, which holds no host time): accelerator only =
+    frames / simulated seconds; including host = an estimate, simulated seconds plus
+    ``frames`` x the host time measured on this machine (not the board's CPU), no overlap.
+    On the board (``seconds`` is wall time, host work included): including host = measured;
+    accelerator only = ``fclk / cycles_last`` (the engine from a frame's first input beat to its
+    last output beat, frames back to back, the DMA keeping up)."""
+    n = int(frames)
+    host = float(host_s_per_frame or 0.0)
+    acc_fps = inc_fps = float("nan")
+    if simulated:
+        if seconds > 0:
+            acc_fps = n / seconds
+            inc_fps = n / (seconds + n * host)
+        acc_src = "simulated time (RTL + DMA model, host time not included)"
+        inc_src = ("estimate: simulated accelerator time + host time per frame measured on this machine "
+                   "(not the board's CPU), no overlap")
+    else:
+        if seconds > 0:
+            inc_fps = n / seconds
+        if cycles_last:
+            acc_fps = fclk_hz / cycles_last
+        acc_src = "fclk / cycles_last (the engine alone, frames back to back)"
+        inc_src = "board wall time (host work included)"
+    mb = 1e-6
+    return dict(frames=n, bytes_in_per_frame=int(bytes_in), bytes_out_per_frame=int(bytes_out),
+                fclk_mhz=fclk_hz / 1e6, cycles_last=cycles_last,
+                fps_accelerator_only=acc_fps, input_MBps_accelerator_only=acc_fps * bytes_in * mb,
+                output_MBps_accelerator_only=acc_fps * bytes_out * mb,
+                fps_including_host=inc_fps, input_MBps_including_host=inc_fps * bytes_in * mb,
+                output_MBps_including_host=inc_fps * bytes_out * mb,
+                host_seconds_per_frame=host, accelerator_only_from=acc_src, including_host_from=inc_src)
 
 
 def percentiles(lat_s, q=(50, 90, 99)) -> dict[str, float]:

@@ -38,5 +38,26 @@ class AcceleratorTimeout(AcceleratorError):
     accelerator's registers (status, AP_CTRL, frames_done, cycles_last)."""
 
 
+class DmaError(AcceleratorError):
+    """The AXI DMA reported an error (DMASR DMAIntErr/DMASlvErr/DMADecErr) or
+    pynq's DMA driver refused a call (its ``RuntimeError``/``ValueError``:
+    "DMA channel not started", "DMA channel not idle", a transfer too large).
+    ``dmasr`` is the channel's status register when it could be read."""
+
+    def __init__(self, message: str, dmasr: int | None = None):
+        self.dmasr = dmasr
+        super().__init__(message)
+
+
+class RegisterMapMismatch(AcceleratorError):
+    """The register offsets the driver uses differ from those the bitstream's
+    ``.hwh`` describes (the message names the register and both offsets)."""
+
+
+class ClockError(HostError):
+    """A PL clock the design's timing does not allow, or that cannot be read
+    or set (the message names the clock, the limit and the timing record)."""
+
+
 class PreprocessError(HostError, ValueError):
     """An image or array cannot be turned into an input frame."""

@@ -17,6 +17,14 @@ pynq       the ``.bit`` and ``.hwh`` built from this export, and ``regmap.json``
 The register map is looked up in this order: an explicit path, ``$ZQ_REGMAP``,
 ``regmap.json`` beside the manifest (``board/deploy.sh`` copies it there), then
 ``rtl/regmap.json`` of the repository this package lives in.
+
+The export used when none is given (:func:`default_export`; the CLI's
+``--export``) does not depend on the current directory: ``$ZYNQFLOW_EXPORT``;
+else the ``"export"`` of the user config file ``$ZYNQFLOW_CONFIG`` or
+``${XDG_CONFIG_HOME:-~/.config}/zynqflow/config.json``; else the one installed
+by ``board/deploy.sh`` (``zynqflow.json`` in the deploy directory, beside
+``lib/zynqflow/``); else ``build/zynqnet-mini/export`` of the checkout this
+package lives in. A relative ``"export"`` is relative to its config file.
 """
 
 from __future__ import annotations
@@ -30,7 +38,8 @@ import numpy as np
 from .errors import ExportFilesError
 
 from zynqflow.spec.paths import REPO  # noqa: E402
-DEFAULT_EXPORT = Path("build") / "zynqnet-mini" / "export"
+DEFAULT_EXPORT = REPO / "build" / "zynqnet-mini" / "export"     # in a checkout; see default_export()
+DEPLOY_CONFIG = "zynqflow.json"                                 # written by board/deploy.sh beside lib/
 BOARD_NAME = "pynq-z2"
 FORMAT_VERSION = 1
 
@@ -39,6 +48,7 @@ BACKEND_FILES = {
     "golden": ("integers",),
     "csim": ("hls_header",),
     "rtl": ("hls_header", "weights_mem", "biases_mem", "layers_mem", "integers"),
+    "rtl-fast": ("hls_header", "weights_mem", "biases_mem", "layers_mem"),
     "pynq": (),
 }
 _REQUIRED_KEYS = ("network", "network_id", "network_id_int", "input", "output", "class_names")
@@ -169,6 +179,72 @@ class Export:
 
 
 # ---- register map ---------------------------------------------------------------
+# ---- the default export ----------------------------------------------------------------
+def user_config_path() -> Path:
+    """``$ZYNQFLOW_CONFIG``, else ``${XDG_CONFIG_HOME:-~/.config}/zynqflow/config.json``."""
+    if os.environ.get("ZYNQFLOW_CONFIG"):
+        return Path(os.environ["ZYNQFLOW_CONFIG"]).expanduser()
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path("~/.config").expanduser())
+    return Path(base) / "zynqflow" / "config.json"
+
+
+def deploy_config_path() -> Path | None:
+    """``<DEST>/zynqflow.json`` when this package is the copy that ``board/deploy.sh``
+    installed (``<DEST>/lib/zynqflow/host``), else None."""
+    return REPO.parent.parent / DEPLOY_CONFIG if REPO.parent.name == "lib" else None
+
+
+def _export_from_config(path: Path) -> Path | None:
+    if not path.is_file():
+        return None
+    try:
+        cfg = json.loads(path.read_text())
+        export = cfg["export"]
+        if not isinstance(export, str) or not export:
+            raise TypeError(f"'export' is {export!r}, not a path")
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise ExportFilesError(f"{path}: not a zynqflow config ({type(e).__name__}: {e}); it holds "
+                               '{"export": "<export directory or manifest.json>"}') from e
+    p = Path(export).expanduser()
+    return p if p.is_absolute() else path.parent / p
+
+
+def default_export() -> tuple[Path, str]:
+    """The export to use when none is given, and where that choice came from (see the
+    module docstring). Raises :class:`ExportFilesError` listing the places looked at."""
+    if os.environ.get("ZYNQFLOW_EXPORT"):
+        return Path(os.environ["ZYNQFLOW_EXPORT"]).expanduser(), "$ZYNQFLOW_EXPORT"
+    looked = ["$ZYNQFLOW_EXPORT (not set)"]
+    for cfg in (user_config_path(), deploy_config_path()):
+        if cfg is None:
+            continue
+        p = _export_from_config(cfg)
+        if p is not None:
+            return p, str(cfg)
+        looked.append(f"{cfg} (no such file)")
+    if (DEFAULT_EXPORT / "manifest.json").is_file():
+        return DEFAULT_EXPORT, "the checkout"
+    looked.append(f"{DEFAULT_EXPORT} (no manifest.json)")
+    raise ExportFilesError("no export given and none found: looked at " + ", ".join(looked) + ". Export the "
+                           "network (make export), deploy it (board/deploy.sh), or pass --export DIR")
+
+
+def xrt_hint(message: str = "") -> str:
+    """What to tell a user whose ``pynq`` found no device (pynq's ``RuntimeError('No Devices
+    Found')``): pynq registers the Zynq only when ``XILINX_XRT`` is set. ``message``: the
+    error text, returned with the hint appended (or the hint alone)."""
+    xrt = os.environ.get("XILINX_XRT")
+    if xrt:
+        hint = (f"XILINX_XRT={xrt} is set; check that this is a PYNQ image (/sys/class/fpga_manager/fpga0) and "
+                "that the command runs as root (sudo -E)")
+    else:
+        hint = ("XILINX_XRT is not set: pynq registers the Zynq device only when it is, and login shells of the "
+                "PYNQ image set it (/etc/profile.d) but ssh commands, cron and systemd do not. Run the wrapper "
+                "~/zynqflow/zynqflow (it sets XILINX_XRT=/usr and passes it through sudo), or "
+                "export XILINX_XRT=/usr and run with sudo -E")
+    return f"{message} ({hint})" if message else hint
+
+
 class RegMap:
     """``rtl/regmap.json``: register offsets by name and the AP_CTRL bits."""
 

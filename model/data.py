@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from zynqflow.spec.paths import BUILD
 from zynqflow.spec.topology import CIFAR10_CLASSES, FASHION_CLASSES
 
 if TYPE_CHECKING:
@@ -117,32 +118,43 @@ def _find_idx(directory: Path, stem: str) -> Path | None:
 
 
 def fashion_mnist_dir(data: str | os.PathLike | None = None, download: bool = True) -> Path:
-    """Where the four IDX files are: the Debian package, then ``data``, then a
-    download into ``data`` (or ``build/data/fashion-mnist``)."""
+    """Where the four IDX files are.
+
+    An explicit directory ``data`` (``DATA_DIR=``, ``--data-dir``) is the only
+    place looked at: it wins over the Debian package, and its files are read
+    (and checked) from there; with ``download`` the missing ones are downloaded
+    into it. Without one: the Debian package (``dataset-fashion-mnist``,
+    ``/usr/share/datasets/fashion-mnist``), then ``build/data/fashion-mnist`` of
+    the checkout (downloaded there if missing)."""
     stems = [s for pair in FASHION_FILES.values() for s in pair]
-    candidates = [DEBIAN_FASHION_DIR]
-    if data and Path(data) != DEBIAN_FASHION_DIR:
-        candidates.append(Path(data))
+    if data is not None and str(data) != "":
+        target = Path(data)
+        if target.exists() and not target.is_dir():
+            raise DatasetError(f"{target}: not a directory (DATA_DIR must be the directory holding "
+                               f"{', '.join(stems)}, or their .gz)")
+        candidates = [target]
+    else:
+        target = BUILD / "data" / "fashion-mnist"
+        candidates = [DEBIAN_FASHION_DIR, target]
     for d in candidates:
         if d.is_dir() and all(_find_idx(d, s) for s in stems):
             return d
-    target = Path(data) if data else Path("build/data/fashion-mnist")
+    missing = [s for s in stems if not (target.is_dir() and _find_idx(target, s))]
+    where = ", ".join(map(str, candidates))
     if not download:
-        raise DatasetError(f"Fashion-MNIST not found in {', '.join(map(str, candidates))} "
-                           "(install the Debian package dataset-fashion-mnist or pass DATA=dir)")
+        raise DatasetError(f"Fashion-MNIST not found in {where}: {target} lacks {', '.join(missing)} (or .gz); "
+                           "install the Debian package dataset-fashion-mnist or pass DATA_DIR=<dir with the "
+                           "four IDX files>")
     target.mkdir(parents=True, exist_ok=True)
-    for s in stems:
+    for s in missing:
         dst = target / (s + ".gz")
-        if _find_idx(target, s):
-            continue
         try:
             tmp = dst.with_suffix(".part")
             urllib.request.urlretrieve(FASHION_URL + s + ".gz", tmp)
             tmp.rename(dst)
         except OSError as e:
-            raise DatasetError(f"Fashion-MNIST not found in {', '.join(map(str, candidates))} and the "
-                               f"download of {s}.gz failed ({e}); install dataset-fashion-mnist or "
-                               "pass DATA=dir") from e
+            raise DatasetError(f"Fashion-MNIST not found in {where} and the download of {s}.gz into {target} "
+                               f"failed ({e}); install dataset-fashion-mnist or pass DATA_DIR=dir") from e
     return target
 
 
@@ -157,12 +169,16 @@ def pad_to(images: np.ndarray, size: int) -> np.ndarray:
     return out
 
 
-def load_idx_split(directory: Path, images_stem: str, labels_stem: str, pad: int = 32) -> Split:
+def load_idx_split(directory: Path, images_stem: str, labels_stem: str, pad: int = 32,
+                   size: int | None = None) -> Split:
+    """One split from IDX files; ``size``: the images must be ``size x size``."""
     ip, lp = _find_idx(directory, images_stem), _find_idx(directory, labels_stem)
     if ip is None or lp is None:
         missing = images_stem if ip is None else labels_stem
         raise DatasetError(f"{directory / missing}: no such file (or .gz)")
     images = read_idx(ip, 3)
+    if size is not None and images.shape[1:] != (size, size):
+        raise DatasetError(f"{ip}: images are {images.shape[1]} x {images.shape[2]}, expected {size} x {size}")
     labels = read_idx(lp, 1)
     if len(images) != len(labels):
         raise DatasetError(f"{ip}: {len(images)} images but {lp} has {len(labels)} labels")
@@ -172,10 +188,13 @@ def load_idx_split(directory: Path, images_stem: str, labels_stem: str, pad: int
 
 
 def load_fashion_mnist(data: str | os.PathLike | None = None, pad: int = 32) -> Dataset:
+    """Fashion-MNIST from ``data`` (only there, when given; see :func:`fashion_mnist_dir`),
+    every file checked: IDX headers, sizes (a truncated file names itself), 28 x 28 images,
+    labels 0..9 and as many as images."""
     d = fashion_mnist_dir(data)
     return Dataset("fashion-mnist",
-                   train=load_idx_split(d, *FASHION_FILES["train"], pad=pad),
-                   test=load_idx_split(d, *FASHION_FILES["test"], pad=pad),
+                   train=load_idx_split(d, *FASHION_FILES["train"], pad=pad, size=28),
+                   test=load_idx_split(d, *FASHION_FILES["test"], pad=pad, size=28),
                    class_names=FASHION_CLASSES)
 
 

@@ -8,6 +8,13 @@ Writes ``build/<net>/<dataset>/checkpoint.pt`` (resumable: it is rewritten
 after every epoch), ``train_log.jsonl`` (one line per epoch) and, at the end,
 ``metrics.json`` with ``float_top1`` and ``fixed_top1``. Runs on CUDA when
 present and on several GPUs or processes under ``torchrun`` (DDP).
+
+Recipes (:data:`RECIPES`, what the command line uses when ``--epochs`` /
+``--qat-epochs`` are not given): Fashion-MNIST and the synthetic set train 20
+float + 3 QAT epochs with random flips and shifts of up to 2 pixels; CIFAR-10
+(``--data cifar10 --data-dir DIR`` or ``--data DIR``) trains 60 float + 5 QAT
+epochs with the usual CIFAR augmentation: random 32x32 crops of the image
+zero-padded by 4 pixels, and horizontal flips.
 """
 
 from __future__ import annotations
@@ -34,7 +41,21 @@ from .data import Dataset, Split, augment, batches, dataset_tag, load_dataset
 from .net import ZynqNet
 
 
-_RUN_ONLY = {"resume", "threads", "profile", "out", "data_dir"}  # settings that do not change the result
+_RUN_ONLY = {"resume", "threads", "profile", "out", "data_dir", "dump_rank_state"}  # do not change the result
+
+# Per-dataset schedule and augmentation (by dataset_tag); unlisted datasets use the TrainConfig defaults.
+# augment_shift: random translation of up to this many pixels with zero fill (= a random crop of the
+# image zero-padded by that many pixels), always with random horizontal flips.
+RECIPES = {
+    "fashion-mnist": dict(epochs=20, qat_epochs=3, augment_shift=2),
+    "synthetic": dict(epochs=20, qat_epochs=3, augment_shift=2),
+    "cifar10": dict(epochs=60, qat_epochs=5, augment_shift=4),
+}
+
+
+def recipe(data: str) -> dict:
+    """The schedule and augmentation of ``data`` (a dataset name or a cifar-10-batches-py directory)."""
+    return RECIPES.get(dataset_tag(data), RECIPES["fashion-mnist"])
 
 
 @dataclass
@@ -53,10 +74,12 @@ class TrainConfig:
     calib_images: int = 2048
     limit_train: int | None = None   # use only the first N training images (quick runs)
     limit_test: int | None = None
+    holdout: int = 0                 # >0: score on the last N training images (never trained on), not the test set
     out: str | None = None           # default build/<net>/<dataset>
     threads: int | None = None
     profile: bool = False
     resume: bool = True
+    dump_rank_state: bool = False    # every rank writes its final weights to <out>/rank<r>_state.pt (DDP checks)
 
 
 # ---- evaluation -------------------------------------------------------------
@@ -126,8 +149,17 @@ def run(tc: TrainConfig) -> dict:
     cfg = get_config(tc.net, in_channels=ds.channels)
     if cfg.input_size != ds.size:
         raise ValueError(f"{tc.net} takes {cfg.input_size}x{cfg.input_size} inputs, dataset is {ds.size}x{ds.size}")
-    train_split = ds.train.subset(tc.limit_train)
-    test_split = ds.test.subset(tc.limit_test)
+    train_all, test_split, eval_split = ds.train, ds.test, "test"
+    if tc.holdout:
+        if not 0 < tc.holdout < len(train_all):
+            raise ValueError(f"holdout={tc.holdout}: needs 0 < holdout < {len(train_all)} training images")
+        n = len(train_all) - tc.holdout
+        test_split = Split(train_all.images[n:], train_all.labels[n:])
+        train_all = Split(train_all.images[:n], train_all.labels[:n])
+        eval_split = f"holdout (last {tc.holdout} training images)"
+    train_split = train_all.subset(tc.limit_train)
+    test_split = test_split.subset(tc.limit_test)
+    shift = recipe(tc.data)["augment_shift"]
     out = Path(tc.out or f"build/{cfg.name}/{tag}")
     out.mkdir(parents=True, exist_ok=True)
     ck_path, log_path = out / "checkpoint.pt", out / "train_log.jsonl"
@@ -138,7 +170,8 @@ def run(tc: TrainConfig) -> dict:
     start_epoch, state = 0, None
     if tc.resume and ck_path.is_file():
         state = torch.load(ck_path, map_location=device, weights_only=False)
-        same = {k: v for k, v in state.get("train_config", {}).items() if k not in _RUN_ONLY} == \
+        saved = {**asdict(TrainConfig()), **state.get("train_config", {})}  # keys added later: defaults
+        same = {k: v for k, v in saved.items() if k not in _RUN_ONLY} == \
             {k: v for k, v in asdict(tc).items() if k not in _RUN_ONLY}
         if state.get("train", {}).get("done") and not same:
             if main:
@@ -201,7 +234,7 @@ def run(tc: TrainConfig) -> dict:
         model.train()
         t0 = time.time()
         loss_sum, correct, seen = 0.0, 0, 0
-        bar = tqdm(batches(shard, tc.batch_size, shuffle=True, augment_fn=lambda x: augment(x, generator=gen),
+        bar = tqdm(batches(shard, tc.batch_size, shuffle=True, augment_fn=lambda x: augment(x, shift=shift, generator=gen),
                            generator=gen), total=steps, disable=not main, mininterval=2.0,
                    desc=f"epoch {epoch + 1}/{total_epochs} {'qat' if qat else 'float'}", file=sys.stdout)
         for i, (x, y) in enumerate(bar):
@@ -245,6 +278,8 @@ def run(tc: TrainConfig) -> dict:
         calib = torch.from_numpy(train_split.images[:tc.calib_images])
         net.calibrate([calib[i:i + 256].float() / 256 for i in range(0, len(calib), 256)])
     net.set_mode("qat")
+    if tc.dump_rank_state:
+        torch.save({k: v.detach().cpu() for k, v in net.state_dict().items()}, out / f"rank{rank}_state.pt")
     metrics = {}
     if main:
         net_cpu = net.to("cpu")
@@ -256,8 +291,9 @@ def run(tc: TrainConfig) -> dict:
             net=cfg.name, dataset=tag, float_top1=float_top1, fixed_top1=fixed_top1,
             fixed_minus_float=None if float_top1 is None else fixed_top1 - float_top1,
             qat_fake_quant_top1=float_accuracy(net_cpu, test_split),
-            test_images=len(test_split), train_images=len(train_split),
+            test_images=len(test_split), train_images=len(train_split), eval_split=eval_split,
             epochs=tc.epochs, qat_epochs=tc.qat_epochs,
+            augmentation=f"random horizontal flip, random crop of the image zero-padded by {shift} px",
             train_seconds=sum(r["seconds"] for r in log),
             seconds_per_epoch_float=_median([r["seconds"] for r in log if r["phase"] == "float"]),
             seconds_per_epoch_qat=_median([r["seconds"] for r in log if r["phase"] == "qat"]),
@@ -293,8 +329,8 @@ def parse_args(argv=None) -> TrainConfig:
     p.add_argument("--net", default=d.net, help="preset name or JSON config file")
     p.add_argument("--data", default=d.data, help="fashion-mnist, cifar10, synthetic")
     p.add_argument("--data-dir", default=None, help="dataset directory (DATA=dir)")
-    p.add_argument("--epochs", type=int, default=d.epochs)
-    p.add_argument("--qat-epochs", type=int, default=d.qat_epochs)
+    p.add_argument("--epochs", type=int, default=None, help="float epochs (default: the dataset's recipe)")
+    p.add_argument("--qat-epochs", type=int, default=None, help="QAT epochs (default: the dataset's recipe)")
     p.add_argument("--batch-size", type=int, default=d.batch_size)
     p.add_argument("--lr", type=float, default=d.lr)
     p.add_argument("--qat-lr", type=float, default=d.qat_lr)
@@ -303,11 +339,19 @@ def parse_args(argv=None) -> TrainConfig:
     p.add_argument("--seed", type=int, default=d.seed)
     p.add_argument("--limit-train", type=int, default=None)
     p.add_argument("--limit-test", type=int, default=None)
+    p.add_argument("--holdout", type=int, default=0,
+                   help="score on the last N training images (held out of training) instead of the test set")
     p.add_argument("--out", default=None)
     p.add_argument("--threads", type=int, default=None)
     p.add_argument("--profile", action="store_true", help="write a PyTorch profiler trace to <out>/profile")
     p.add_argument("--no-resume", dest="resume", action="store_false")
+    p.add_argument("--dump-rank-state", action="store_true",
+                   help="every DDP rank writes its final weights to <out>/rank<r>_state.pt")
     a = p.parse_args(argv)
+    r = recipe(a.data)
+    for k in ("epochs", "qat_epochs"):
+        if getattr(a, k) is None:
+            setattr(a, k, r[k])
     return TrainConfig(**{k: v for k, v in vars(a).items()})
 
 

@@ -6,7 +6,10 @@ deployed to boards without this one, never imports them."""
 
 from __future__ import annotations
 
-from zynqflow.host.accelerator import Backend, _CpuBackend
+import json
+import os
+
+from zynqflow.host.accelerator import Backend, _CpuBackend, driver_info
 from zynqflow.host.errors import BackendError
 from zynqflow.host.manifest import Export
 
@@ -38,32 +41,52 @@ class CSimBackend(_CpuBackend):
 
 
 class RtlBackend(Backend):
-    """The board driver on the Verilator RTL (one simulation per call)."""
+    """The board driver on the Verilator RTL (one simulation per call).
+
+    ``fclk_mhz``: the PL clock to set (as on the board: the Zynq divisors, checked against
+    ``timing``, a bitstream's ``.json``, when given); ``retries``: the driver's recoveries per
+    call; ``faults``: DMA faults to inject (:mod:`zynqflow.sim.sim_shim`; also from the
+    environment variable ``ZQ_SIM_FAULTS``, JSON, so that the CLI can be tried against them)."""
 
     name = "rtl"
 
     def __init__(self, export: Export, rtl: str | None = None, backpressure: float = 0.0, seed: int = 1,
-                 timeout_s: float | None = None, keep: bool = False):
+                 timeout_s: float | None = None, keep: bool = False, fclk_mhz: float | None = None,
+                 timing=None, retries: int | None = None, faults=None, interrupts: bool = True):
         super().__init__(export)
         export.require("rtl")
-        self.opts = dict(rtl=rtl, backpressure=backpressure, seed=seed, timeout_s=timeout_s, keep=keep)
+        if faults is None and os.environ.get("ZQ_SIM_FAULTS"):
+            try:
+                faults = json.loads(os.environ["ZQ_SIM_FAULTS"])
+            except ValueError as e:
+                raise BackendError(f"ZQ_SIM_FAULTS is not JSON ({e})") from e
+        driver = {k: v for k, v in dict(fclk_mhz=fclk_mhz, retries=retries,
+                                        timing=str(timing) if timing is not None and not isinstance(timing, dict)
+                                        else timing).items() if v is not None}
+        self.opts = dict(rtl=rtl, backpressure=backpressure, seed=seed, timeout_s=timeout_s, keep=keep,
+                         driver=driver, sim=dict(faults=list(faults or []), interrupts=interrupts))
+        self.fclk_mhz = fclk_mhz
         self.last: dict = {}
 
+    @property
+    def clock(self) -> str:
+        mhz = self.last.get("fclk_mhz") or self.fclk_mhz or 100
+        return f"simulated time, RTL at {mhz:g} MHz: accelerator only (host time not included)"
+
     def _job(self, op, frames):
-        from .rtl_host import CLOCK_HZ, run_job
+        from .rtl_host import run_job
 
         res = run_job(self.export, [(op, frames)], **self.opts)
         self.last = res
         s = res["steps"][0]
-        cyc = s["cycles_last"]
-        info = dict(cycles_last=cyc[-1] if cyc else None,
-                    fps_at_100MHz_from_cycles_last=(CLOCK_HZ / cyc[-1]) if cyc and cyc[-1] else None,
-                    sim_wall_seconds=s["wall_seconds"], sim_wall_fps=len(s["logits"]) / s["wall_seconds"]
-                    if s["wall_seconds"] > 0 else None,
-                    frames_done=s["frames_done"], net_id=f"0x{res['net_id']:08x}",
-                    extra_output_frames=res["extra_output_frames"], rtl=res["kind"])
+        info = driver_info(dict(s, seconds=s["sim_seconds"] if op == "stream" else None), res["fclk_mhz"] * 1e6,
+                           self.export.bytes_per_frame, self.export.num_classes * 4, simulated=True)
+        info.update(sim_wall_seconds=s["wall_seconds"],
+                    sim_wall_fps=len(s["logits"]) / s["wall_seconds"] if s["wall_seconds"] > 0 else None,
+                    net_id=f"0x{res['net_id']:08x}", extra_output_frames=res["extra_output_frames"],
+                    rtl=res["kind"])
         if op == "classify":
-            info["cycles_last_per_frame"] = cyc
+            info["cycles_last_per_frame"] = s["cycles_last"]
         return s, info
 
     def classify(self, frames):
@@ -73,5 +96,3 @@ class RtlBackend(Backend):
     def stream(self, frames):
         s, info = self._job("stream", frames)
         return s["logits"], s["t_done"] - s["t_send"], s["sim_seconds"], info
-
-

@@ -45,20 +45,29 @@ def _build(export: Export, rtl: str | None):
         raise BackendError(f"rtl backend: building the simulator for {export.dir} failed: {e}") from e
 
 
+OPS = ("classify", "stream", "classify_async", "stream_async")
+
+
 def run_job(export: Export | str | Path, steps: list[tuple[str, np.ndarray]], *, rtl: str | None = None,
             backpressure: float = 0.0, seed: int = 1, timeout_s: float | None = None, keep: bool = False,
-            verbose: bool = False, sim_limit_ms: float | None = None, driver_export=None) -> dict:
-    """Run ``steps`` ([("classify"|"stream", uint8 frames N x H x W x C), ...]) through the
-    driver on the RTL, in one simulation. Returns the summary dict with
-    ``steps[i]['logits']``, ``['t_send']``, ``['t_done']`` (simulated seconds) added.
+            verbose: bool = False, sim_limit_ms: float | None = None, driver_export=None,
+            sim: dict | None = None, driver: dict | None = None, continue_on_error: bool = False) -> dict:
+    """Run ``steps`` ([(op, uint8 frames N x H x W x C), ...], op: classify, stream,
+    classify_async, stream_async) through the driver on the RTL, in one simulation. Returns
+    the summary dict with ``steps[i]['logits']``, ``['t_send']``, ``['t_done']`` (simulated
+    seconds) added.
 
-    ``driver_export``: the export whose manifest the driver uses, when it is not the
-    one the RTL was built from (the network-ID check must then refuse it). A
-    ``HostError`` re-raised from the simulation carries the summary as ``.sim_summary``."""
+    ``sim``: shim options (DMA faults, interrupts, registers, DMA state; see
+    :mod:`zynqflow.sim.tb_host`); ``driver``: driver options (retries, recover, fclk_mhz,
+    timing). ``driver_export``: the export whose manifest the driver uses, when it is not the
+    one the RTL was built from (the network-ID check must then refuse it). A ``HostError``
+    re-raised from the simulation carries the summary as ``.sim_summary``; with
+    ``continue_on_error`` a step's error is recorded in ``steps[i]['error']`` instead and the
+    next steps run."""
     export = export if isinstance(export, Export) else Export(export)
     for op, _ in steps:
-        if op not in ("classify", "stream"):
-            raise ValueError(f"unknown step '{op}' (classify, stream)")
+        if op not in OPS:
+            raise ValueError(f"unknown step '{op}' ({', '.join(OPS)})")
     build = _build(export, rtl)
     from cocotb_tools.runner import get_results, get_runner
 
@@ -78,12 +87,14 @@ def run_job(export: Export | str | Path, steps: list[tuple[str, np.ndarray]], *,
         drv_export = Export(driver_export) if driver_export is not None else export
         job = dict(export=str(drv_export.dir), steps=job_steps, backpressure=backpressure, seed=seed,
                    timeout_s=timeout_s, result=str(run_dir / "result.json"), arrays=str(run_dir / "result.npz"),
-                   build=build.build_dir.name)
+                   build=build.build_dir.name, sim=sim or {}, driver=driver or {},
+                   continue_on_error=continue_on_error)
         (run_dir / "job.json").write_text(json.dumps(job, indent=1))
         env = {"ZQ_HOST_JOB": str(run_dir / "job.json"), "PYTHONHASHSEED": "0"}
         if not sim_limit_ms:   # a generous bound on simulated time: 20 estimated frame times per frame
             n = sum(len(f) for _, f in steps) + 1
-            sim_limit_ms = max(100.0, 20 * n * export.frame_cycles() / CLOCK_HZ * 1e3)
+            mhz = (driver or {}).get("fclk_mhz") or CLOCK_HZ / 1e6
+            sim_limit_ms = max(100.0, 20 * n * export.frame_cycles() / min(mhz * 1e6, CLOCK_HZ) * 1e3)
         env["ZQ_HOST_SIM_LIMIT_MS"] = f"{sim_limit_ms:.3f}"
         xml = run_dir / "results.xml"
         log = run_dir / "sim.log"
@@ -108,6 +119,7 @@ def run_job(export: Export | str | Path, steps: list[tuple[str, np.ndarray]], *,
             if isinstance(cls, type) and issubclass(cls, HostError):
                 e = cls.__new__(cls)
                 HostError.__init__(e, err["message"])
+                e.__dict__.update(err.get("attrs") or {})
                 e.sim_summary = res
                 ok = True
                 raise e

@@ -1,53 +1,113 @@
 """A small PYNQ look-alike over cocotbext-axi, so that the board driver
-(:class:`zynqflow.host.driver.ZqDriver`) runs unchanged against the RTL.
+(:class:`zynqflow.host.driver.ZqDriver`) runs unchanged against the RTL, and
+meets the hardware's unkind behaviour here rather than first on a board.
 
 What the driver sees, and what is behind it here:
 
 ================================  ==========================================
 PYNQ object                       simulation
 ================================  ==========================================
-``pynq.Overlay``                  :class:`SimOverlay` (``ip_dict``, attributes
-                                  ``zq_top_0`` and ``axi_dma_0``)
+``pynq.Overlay``                  :class:`SimOverlay` (``ip_dict`` with the
+                                  accelerator's ``registers`` as pynq reads
+                                  them from a Vitis HLS ``.hwh``, attributes
+                                  ``zq_top_0`` and ``axi_dma_0``,
+                                  ``clock_dict``)
 ``ip.mmio.read/write``            :class:`SimMMIO`: ``AxiLiteMaster`` on
                                   ``s_axi_control``
-``dma.sendchannel`` (MM2S)        :class:`SimDMAChannel`: ``AxiStreamSource``
-                                  on ``s_axis_in``, one packet per transfer,
-                                  TLAST on its last beat
-``dma.recvchannel`` (S2MM)        :class:`SimDMAChannel`: ``AxiStreamSink`` on
-                                  ``m_axis_out``; TREADY only while a transfer
-                                  is posted; ends at TLAST
+``overlay.axi_dma_0``             :class:`SimDMA`: **pynq's own**
+                                  ``pynq.lib.dma._SDMAChannel``
+                                  (``pynq_dma=True``) or
+                                  :class:`SimDMAChannel` (its port: the same
+                                  register accesses, checks and messages)
+                                  on :class:`SimAxiDma`, a register model
+                                  of the AXI DMA (PG021, direct register
+                                  mode)
+``AXI DMA MM2S / S2MM``           ``AxiStreamSource`` on ``s_axis_in`` (one
+                                  packet per transfer, TLAST on its last
+                                  beat) / ``AxiStreamSink`` on ``m_axis_out``
+                                  (TREADY only while a transfer is posted)
 ``pynq.allocate``                 :class:`SimAllocator` -> :class:`SimBuffer`
                                   (numpy array + a separate "DDR" copy:
                                   ``flush()`` copies to it, ``invalidate()``
                                   from it; the DMA only sees the DDR copy)
+``pynq.Interrupt``                :class:`SimInterrupt`: the DUT's
+                                  ``interrupt`` pin, the DMA's
+                                  ``mm2s_introut`` / ``s2mm_introut``
+``pynq.ps.Clocks``                :class:`SimClocks`: ``fclk0_mhz`` reads and
+                                  sets the simulation clock (Zynq divisors)
 ``time.monotonic``                :meth:`SimOverlay.now`: simulated seconds
 ================================  ==========================================
 
+The DMA model follows PG021 as pynq 3.x drives it. Each channel has DMACR
+(+0x00), DMASR (+0x04), the address (+0x18/+0x1C) and LENGTH (+0x28), MM2S
+at 0x00 and S2MM at 0x30; writing LENGTH starts a transfer. DMASR: bit 0
+Halted (after reset, and until RS is set), bit 1 Idle (set when a transfer
+completes; 0 after RS is set until the first one does, which is why pynq
+lets the first ``transfer()`` through), bits 4/5/6 DMAIntErr/DMASlvErr/
+DMADecErr, bit 12 IOC_Irq, bit 14 Err_Irq (write 1 to clear). On an error
+the channel clears RS and halts with the error bits set; setting RS again
+does not restart it: only a soft reset (DMACR bit 2, either channel: both
+are reset; the bit reads 1 until the reset is done) clears errors. So, as on
+the board, after an error every ``transfer()`` raises pynq's
+``RuntimeError("DMA channel not started")``, and after a timeout the channel
+stays busy and ``transfer()`` raises "DMA channel not idle". A soft reset
+also drops whatever the two stream interfaces were in the middle of.
+
+Fault injection (``faults``): ``{"channel": "mm2s"|"s2mm", "transfer": k,
+"kind": "internal"|"slave"|"decode"|"stall", "beats": b}``, for the k-th
+transfer (0-based, counting every transfer of that channel since the
+simulation started). ``internal``/``slave``/``decode`` end the transfer with
+that error (S2MM: the engine's packet is taken from the stream but not
+written to memory; MM2S: after ``b`` beats, default 0, have gone out, so
+the engine holds part of a frame); ``stall`` leaves the transfer busy for
+ever (S2MM: TREADY never rises, the engine's output waits; MM2S: after
+``b`` beats). Faults and ``backpressure`` do not combine.
+
 The driver is synchronous: a cocotb test runs it in a thread started with
-``cocotb.task.bridge`` (formerly ``cocotb.external``) and every register
-access or DMA poll here goes back into the simulation with
-``cocotb.task.resume`` (formerly ``cocotb.function``); between two such calls
-simulated time stands still. Polling ``idle`` advances the simulation until
-the transfer completes or ``poll_cycles`` clock cycles pass, whichever comes
-first (a poll loop that sleeps until the DMA interrupt or a timer).
+``cocotb.task.bridge`` and every register access here goes back into the
+simulation with ``cocotb.task.resume``; between two such calls simulated
+time stands still. A DMASR read of a busy channel lets the simulation run
+until the transfer ends or ``poll_cycles`` clock cycles pass (a poll loop
+that sleeps); other DMA register accesses take ``REG_CYCLES``. The wall time
+spent inside the simulator is counted (:meth:`SimOverlay.sim_wall_seconds`)
+so that the driver can leave it out of the host time it reports.
 
 Written for this project (cocotbpynq, GPL-3.0, is not used).
 """
 
 from __future__ import annotations
 
+import asyncio
 import random
+import time
 
+import cocotb
 import numpy as np
 from cocotb.task import resume
-from cocotb.triggers import ClockCycles, Event, First, Timer
+from cocotb.triggers import ClockCycles, Event, First, RisingEdge, Timer
 from cocotb.utils import get_sim_time
 from cocotbext.axi import (AxiLiteBus, AxiLiteMaster, AxiStreamBus, AxiStreamFrame, AxiStreamSink,
                            AxiStreamSource)
 
 ACCEL_TYPE = "zynqflow.org:hls:zq_top:1.0"
 DMA_TYPE = "xilinx.com:ip:axi_dma:7.1"
-DMASR_IDLE, DMASR_INTERR = 0x2, 0x10
+INTC_TYPE = "xilinx.com:ip:axi_intc:4.1"
+DMA_MAX_LENGTH = (1 << 23) - 1      # c_sg_length_width 23 (board/pynq_z2.tcl)
+REG_CYCLES = 2                      # clock cycles of a DMA register access (GP0 round trip, roughly)
+IRQ_WAIT_CYCLES = 4096              # a SimInterrupt.wait() returns after at most this many cycles
+
+# PG021 direct register mode: offsets within a channel (MM2S at 0x00, S2MM at 0x30)
+DMACR, DMASR, ADDR, ADDR_MSB, LENGTH = 0x00, 0x04, 0x18, 0x1C, 0x28
+S2MM_BASE = 0x30
+CR_RS, CR_RESET, CR_IOC_IRQ_EN, CR_ERR_IRQ_EN = 0x1, 0x4, 0x1000, 0x4000
+SR_HALTED, SR_IDLE, SR_INT_ERR, SR_SLV_ERR, SR_DEC_ERR = 0x1, 0x2, 0x10, 0x20, 0x40
+SR_IOC_IRQ, SR_DLY_IRQ, SR_ERR_IRQ = 0x1000, 0x2000, 0x4000
+SR_ERRORS = SR_INT_ERR | SR_SLV_ERR | SR_DEC_ERR
+CR_RESET_VALUE, SR_RESET_VALUE = 0x0001_0000, 0x0001_0001     # IRQThreshold 1; halted
+FAULT_KINDS = {"internal": SR_INT_ERR, "slave": SR_SLV_ERR, "decode": SR_DEC_ERR, "stall": 0}
+
+# how Vitis HLS names the block-level registers of an s_axilite bundle in the .hwh
+VITIS_CONTROL_NAMES = {"AP_CTRL": "CTRL", "GIE": "GIER", "IER": "IP_IER", "ISR": "IP_ISR"}
 
 
 class SimBuffer(np.ndarray):
@@ -110,21 +170,42 @@ class SimAllocator:
         self.live.append(b)
         return b
 
+    def lookup(self, address: int, nbytes: int):
+        """The live buffer holding [address, address + nbytes), and the offset in it; None if none
+        does (the DMA would read or write memory nobody allocated: a decode error here)."""
+        for b in self.live:
+            off = address - b.physical_address
+            if not b._freed and 0 <= off and off + nbytes <= b.nbytes:
+                return b, off
+        return None
+
 
 class _Sim:
-    """Runs coroutines in the simulation from the driver's thread; keeps the time."""
+    """Runs coroutines in the simulation from the driver's thread; keeps the time and
+    the wall time spent in the simulator."""
 
     def __init__(self, clk, period_ns: float):
         self.clk = clk
         self.period_ns = period_ns
         self.t_ns = 0.0
+        self.wall = 0.0
+        self.calls = 0
 
     def call(self, afn, *args):
         async def wrapped():
             r = await afn(*args)
             self.t_ns = get_sim_time("ns")
             return r
-        return resume(wrapped)()
+        t = time.perf_counter()
+        try:
+            return resume(wrapped)()
+        finally:
+            self.wall += time.perf_counter() - t
+            self.calls += 1
+
+    async def cycles(self, n: float):
+        """``n`` clock periods (one timer, not a callback per clock edge)."""
+        await Timer(max(1.0, n) * self.period_ns, "ns")
 
 
 class SimMMIO:
@@ -146,11 +227,398 @@ class SimMMIO:
         self._sim.call(self._m.write_dword, offset, int(value) & 0xFFFFFFFF)
 
 
-class SimIP:
-    """``overlay.zq_top_0``: a DefaultIP with ``mmio``, ``read`` and ``write``."""
+class SimInterrupt:
+    """``pynq.interrupt.Interrupt``: ``await wait()`` returns once the line is high (level
+    sensitive, as behind an axi_intc). Here the simulation runs until the line rises, or
+    for at most ``IRQ_WAIT_CYCLES`` (a spurious wake-up, which callers re-check anyway)."""
 
-    def __init__(self, mmio: SimMMIO):
+    def __init__(self, sim: _Sim, name: str, level, edge):
+        self._sim, self.name = sim, name
+        self._level, self._edge = level, edge      # () -> bool ; () -> trigger
+        self.waits = 0
+        self.fired = 0
+
+    async def wait(self):
+        self.waits += 1
+        if self._sim.call(self._until_high):
+            self.fired += 1
+        await asyncio.sleep(0)                     # let the driver's event loop run
+
+    async def _until_high(self) -> bool:
+        if not self._level():
+            await First(self._edge(), Timer(IRQ_WAIT_CYCLES * self._sim.period_ns, "ns"))
+        return self._level()
+
+
+# ---- the AXI DMA ---------------------------------------------------------------------
+class _DmaChannel:
+    """One channel of :class:`SimAxiDma`: its registers and its data mover (in the simulation)."""
+
+    def __init__(self, dma: "SimAxiDma", name: str, port):
+        self.dma, self.name, self.port = dma, name, port
+        self.tx = name == "mm2s"
+        self.transfers = 0         # transfers started (LENGTH writes while running)
+        self.errors = 0            # transfers ended by an error
+        self.ignored_writes = 0    # LENGTH written while halted or busy (a driver bug on a board)
+        self.posted = False        # S2MM: a transfer is waiting for data (TREADY allowed)
+        self.changed = Event()     # completion, error or reset: wakes pollers and interrupts
+        self.task = None
+        self.reset_registers()
+
+    def reset_registers(self):
+        self.cr, self.sr, self.addr, self.length, self.busy = CR_RESET_VALUE, SR_RESET_VALUE, 0, 0, False
+
+    @property
+    def irq(self) -> bool:
+        """The channel's interrupt output (mm2s_introut / s2mm_introut)."""
+        return bool((self.sr & SR_IOC_IRQ and self.cr & CR_IOC_IRQ_EN) or
+                    (self.sr & SR_ERR_IRQ and self.cr & CR_ERR_IRQ_EN))
+
+    def read(self, off: int) -> int:
+        if off == DMACR:
+            return self.cr | (CR_RESET if self.dma.resetting else 0)
+        return {DMASR: self.sr, ADDR: self.addr & 0xFFFFFFFF, ADDR_MSB: self.addr >> 32,
+                LENGTH: self.length}.get(off, 0)
+
+    def write(self, off: int, v: int) -> None:
+        if off == DMACR:
+            if v & CR_RESET:
+                self.dma.soft_reset()
+                return
+            self.cr = v & ~CR_RESET
+            if v & CR_RS:
+                if not self.sr & SR_ERRORS:          # errors are cleared by a reset only
+                    self.sr &= ~SR_HALTED
+            elif not self.busy:
+                self.sr |= SR_HALTED
+        elif off == DMASR:
+            self.sr &= ~(v & (SR_IOC_IRQ | SR_DLY_IRQ | SR_ERR_IRQ))       # write 1 to clear
+        elif off == ADDR:
+            self.addr = (self.addr & ~0xFFFFFFFF) | v
+        elif off == ADDR_MSB:
+            self.addr = (self.addr & 0xFFFFFFFF) | (v << 32)
+        elif off == LENGTH:
+            if self.sr & SR_HALTED or self.dma.resetting or self.busy:
+                self.ignored_writes += 1
+                return
+            self.length = v & DMA_MAX_LENGTH
+            self._start()
+
+    def _start(self):
+        fault = self.dma.faults.get((self.name, self.transfers))
+        self.transfers += 1
+        self.busy = True
+        self.sr &= ~SR_IDLE
+        self.changed.clear()
+        self.task = cocotb.start_soon(self._mm2s(fault) if self.tx else self._s2mm(fault))
+
+    def _complete(self, nbytes: int):
+        if not self.tx:
+            self.length = nbytes                     # S2MM LENGTH reads back the bytes received
+        self.busy = False
+        self.sr |= SR_IDLE | SR_IOC_IRQ
+        self.changed.set()
+
+    def _error(self, bits: int):
+        self.errors += 1
+        self.busy = False
+        self.cr &= ~CR_RS
+        self.sr = (self.sr | bits | SR_ERR_IRQ | SR_HALTED) & ~SR_IDLE
+        self.changed.set()
+
+    async def _beats(self, n: int):
+        """Until ``n`` beats of the MM2S stream have been accepted by the engine."""
+        valid, ready, clk = self.dma.in_valid, self.dma.in_ready, self.dma.sim.clk
+        seen = 0
+        while seen < n:
+            await RisingEdge(clk)
+            try:
+                seen += int(valid.value) & int(ready.value)
+            except ValueError:
+                pass
+
+    def _memory(self):
+        """The buffer and offset the programmed address and length fall in; None (after a
+        decode error) when no allocated buffer holds them."""
+        hit = self.dma.allocator.lookup(self.addr, self.length)
+        if hit is None:
+            self._error(SR_DEC_ERR)
+        return hit
+
+    async def _mm2s(self, fault):
+        if (hit := self._memory()) is None:
+            return
+        buf, off = hit
+        data = bytes(buf._ddr[off:off + self.length])
+        src: AxiStreamSource = self.port
+        if fault is not None:
+            beats = int(fault.get("beats") or 0)
+            if beats:
+                await src.send(AxiStreamFrame(data))
+                await self._beats(beats)
+                src.pause = True                     # the rest of the frame never goes out
+            if fault["kind"] == "stall":
+                await Event().wait()                 # busy until a soft reset cancels this task
+            self._error(FAULT_KINDS[fault["kind"]])
+            return
+        await src.send(AxiStreamFrame(data))
+        await src.wait()
+        self._complete(len(data))
+
+    async def _s2mm(self, fault):
+        if (hit := self._memory()) is None:
+            return
+        buf, off = hit
+        if fault is not None and fault["kind"] == "stall":
+            await Event().wait()                     # TREADY never rises
+        sink: AxiStreamSink = self.port
+        self.posted = True
+        if not self.dma.gen_driven:
+            sink.pause = False
+        frame = await sink.recv()
+        self.posted = False
+        if not self.dma.gen_driven:
+            sink.pause = True
+        data = bytes(frame.tdata)
+        if fault is not None:                        # the write to memory failed
+            self._error(FAULT_KINDS[fault["kind"]])
+            return
+        n = min(len(data), self.length)
+        buf._ddr[off:off + n] = np.frombuffer(data[:n], np.uint8)
+        if len(data) > self.length:                  # the packet is longer than LENGTH
+            self._error(SR_INT_ERR)
+            return
+        self._complete(n)
+
+
+class SimAxiDma:
+    """The AXI DMA (PG021, direct register mode) as a register file with two data movers.
+    ``read``/``write`` run in the simulation (``SimDmaMMIO`` calls them from the driver)."""
+
+    def __init__(self, sim: _Sim, source: AxiStreamSource, sink: AxiStreamSink, allocator: SimAllocator,
+                 in_valid, in_ready, faults=(), poll_cycles: int = 256, reset_cycles: int = 16,
+                 gen_driven: bool = False):
+        self.sim, self.source, self.sink, self.allocator = sim, source, sink, allocator
+        self.in_valid, self.in_ready = in_valid, in_ready
+        self.poll_cycles, self.reset_cycles = poll_cycles, reset_cycles
+        self.gen_driven = gen_driven
+        self.faults = {}
+        for f in faults or ():
+            kind, ch = f.get("kind"), f.get("channel")
+            if kind not in FAULT_KINDS or ch not in ("mm2s", "s2mm"):
+                raise ValueError(f"DMA fault {f}: channel mm2s|s2mm, kind {'|'.join(FAULT_KINDS)}")
+            self.faults[(ch, int(f["transfer"]))] = dict(f)
+        if self.faults and gen_driven:
+            raise ValueError("DMA faults and backpressure do not combine (both drive the stream pause)")
+        self.mm2s = _DmaChannel(self, "mm2s", source)
+        self.s2mm = _DmaChannel(self, "s2mm", sink)
+        self.resetting = False
+        self.resets = 0
+
+    def _channel(self, offset: int):
+        return (self.mm2s, offset) if offset < S2MM_BASE else (self.s2mm, offset - S2MM_BASE)
+
+    async def read(self, offset: int) -> int:
+        ch, off = self._channel(offset)
+        if off == DMASR and ch.busy and not self.resetting:
+            # a poll of a busy channel: run until it changes or poll_cycles pass
+            await First(ch.changed.wait(), Timer(self.poll_cycles * self.sim.period_ns, "ns"))
+        else:
+            await self.sim.cycles(REG_CYCLES)
+        return ch.read(off)
+
+    async def write(self, offset: int, value: int) -> None:
+        await self.sim.cycles(REG_CYCLES)
+        ch, off = self._channel(offset)
+        ch.write(off, int(value) & 0xFFFFFFFF)
+
+    def soft_reset(self):
+        if not self.resetting:
+            self.resetting = True
+            self.resets += 1
+            cocotb.start_soon(self._reset())
+
+    async def _reset(self):
+        for ch in (self.mm2s, self.s2mm):
+            if ch.task is not None and not ch.task.done():
+                ch.task.cancel()
+            ch.task = None
+        for bfm in (self.source, self.sink):         # drop what the stream ports were in the middle of
+            bfm.assert_reset(True)
+            bfm.clear()
+        await ClockCycles(self.sim.clk, self.reset_cycles)
+        for bfm in (self.source, self.sink):
+            bfm.assert_reset(False)
+        if not self.gen_driven:
+            self.source.pause = False
+            self.sink.pause = True
+        for ch in (self.mm2s, self.s2mm):
+            ch.reset_registers()
+            ch.posted = False
+            ch.changed.set()
+        self.resetting = False
+
+    def set_error_state(self, channel: str = "s2mm", bits: int = SR_SLV_ERR):
+        """Leave a channel halted with an error, as a process that died after a DMA error
+        leaves the board when the next one does not reload the bitstream."""
+        ch = getattr(self, channel)
+        ch.cr &= ~CR_RS
+        ch.sr = (ch.sr | bits | SR_ERR_IRQ | SR_HALTED) & ~SR_IDLE
+
+
+class SimDmaMMIO:
+    """``pynq.MMIO`` of the AXI DMA's register space (what pynq's DMA driver holds as ``mmio``)."""
+
+    def __init__(self, sim: _Sim, model: SimAxiDma):
+        self._sim, self.model = sim, model
+        self.reads = 0
+        self.writes = 0
+
+    def read(self, offset: int = 0, length: int = 4) -> int:
+        self.reads += 1
+        return self._sim.call(self.model.read, offset)
+
+    def write(self, offset: int, value: int) -> None:
+        self.writes += 1
+        self._sim.call(self.model.write, offset, value)
+
+
+class SimDMAChannel:
+    """pynq 3.x ``pynq.lib.dma._SDMAChannel`` (direct register mode), for machines without
+    pynq: the same register accesses, checks and messages. With pynq installed the shim
+    uses pynq's own class instead."""
+
+    def __init__(self, mmio, max_size: int, width: int, tx_rx: int, dre: bool, interrupt=None):
+        self._mmio, self._interrupt, self._max_size = mmio, interrupt, max_size
+        self._align, self._dre = width, dre
+        self._tx = tx_rx == 1
+        self._offset = 0 if self._tx else S2MM_BASE
+        self._active_buffer = None
+        self._first_transfer = True
+        self.transferred = 0
+        self.start()
+
+    def _sr(self) -> int:
+        return self._mmio.read(self._offset + DMASR)
+
+    @property
+    def running(self) -> bool:
+        return self._sr() & SR_HALTED == 0
+
+    @property
+    def idle(self) -> bool:
+        return self._sr() & SR_IDLE == SR_IDLE
+
+    @property
+    def error(self) -> bool:
+        return self._sr() & SR_ERRORS != 0
+
+    def start(self):
+        self._mmio.write(self._offset + DMACR, CR_RS | (CR_IOC_IRQ_EN if self._interrupt else 0))
+        while not self.running:
+            pass
+        self._first_transfer = True
+
+    def stop(self):
+        self._mmio.write(self._offset + DMACR, 0)
+        while self.running:
+            pass
+
+    def _clear_interrupt(self):
+        self._mmio.write(self._offset + DMASR, SR_IOC_IRQ)
+
+    def transfer(self, array, start: int = 0, nbytes: int = 0):
+        if not self.running:
+            raise RuntimeError("DMA channel not started")
+        if not self.idle and not self._first_transfer:
+            raise RuntimeError("DMA channel not idle")
+        if nbytes == 0:
+            nbytes = array.nbytes - start
+        if nbytes > self._max_size:
+            raise ValueError(f"Transfer size is {nbytes} bytes, which exceeds the maximum DMA buffer size "
+                             f"{self._max_size}.")
+        if not self._dre and (array.physical_address + start) % self._align:
+            raise RuntimeError("DMA does not support unaligned transfers; Starting address must be aligned "
+                               f"to {self._align} bytes.")
+        if self._tx:
+            array.flush()
+        self.transferred = 0
+        addr = array.physical_address + start
+        self._mmio.write(self._offset + ADDR, addr & 0xFFFFFFFF)
+        self._mmio.write(self._offset + ADDR_MSB, (addr >> 32) & 0xFFFFFFFF)
+        self._mmio.write(self._offset + LENGTH, nbytes)
+        self._active_buffer = array
+        self._first_transfer = False
+
+    def _finish(self):
+        if not self._tx:
+            self._active_buffer.invalidate()
+        self.transferred = self._mmio.read(self._offset + LENGTH)
+        self._active_buffer = None
+
+    def wait(self):
+        if not self.running:
+            raise RuntimeError("DMA channel not started")
+        while True:
+            sr = self._sr()
+            if sr & SR_ERRORS:
+                if sr & SR_INT_ERR:
+                    raise RuntimeError("DMA Internal Error (transfer length 0?)")
+                if sr & SR_SLV_ERR:
+                    raise RuntimeError("DMA Slave Error (cannot access memory map interface)")
+                raise RuntimeError("DMA Decode Error (invalid address)")
+            if sr & SR_IDLE:
+                break
+        self._finish()
+
+    async def wait_async(self):
+        if not self.running:
+            raise RuntimeError("DMA channel not started")
+        while not self.idle:
+            await self._interrupt.wait()
+        self._clear_interrupt()
+        self._finish()
+
+
+def _pynq_channel_class():
+    """pynq's own simple-mode DMA channel driver, if pynq imports here."""
+    try:
+        from pynq.lib.dma import _SDMAChannel
+    except Exception:  # noqa: BLE001 - pynq absent or unusable: the shim's port of it
+        return None
+    return _SDMAChannel
+
+
+class SimDMA:
+    """``overlay.axi_dma_0`` (``pynq.lib.dma.DMA``): ``sendchannel``/``recvchannel`` built as
+    pynq builds them (max length 2^23-1, 4-byte beats, no DRE, the channel's interrupt when
+    wired), on the register model. Constructed from the driver's thread: the channels'
+    constructors already access the registers (``start()``)."""
+
+    def __init__(self, sim: _Sim, model: SimAxiDma, use_pynq: bool = False, interrupts: bool = True):
+        self.mmio = SimDmaMMIO(sim, model)
+        self.model = model
+        cls = (_pynq_channel_class() if use_pynq else None) or SimDMAChannel
+        self.channel_class = f"{cls.__module__}.{cls.__qualname__}"
+        self.mm2s_introut = self.s2mm_introut = None
+        if interrupts:
+            for ch in (model.mm2s, model.s2mm):
+                setattr(self, f"{ch.name}_introut",
+                        SimInterrupt(sim, f"axi_dma_0/{ch.name}_introut", lambda c=ch: c.irq,
+                                     lambda c=ch: c.changed.wait()))
+        self.sendchannel = cls(self.mmio, DMA_MAX_LENGTH, 4, 1, False, self.mm2s_introut)
+        self.recvchannel = cls(self.mmio, DMA_MAX_LENGTH, 4, 0, False, self.s2mm_introut)
+        self.buffer_max_size = DMA_MAX_LENGTH
+
+
+class SimIP:
+    """``overlay.zq_top_0``: a DefaultIP with ``mmio``, ``read``, ``write`` and, when wired,
+    ``interrupt``."""
+
+    def __init__(self, mmio: SimMMIO, interrupt: SimInterrupt | None = None):
         self.mmio = mmio
+        if interrupt is not None:
+            self.interrupt = interrupt
 
     def read(self, offset: int = 0) -> int:
         return self.mmio.read(offset)
@@ -159,141 +627,70 @@ class SimIP:
         self.mmio.write(offset, value)
 
 
-class SimDMAChannel:
-    """One channel of the AXI DMA in direct register mode (``pynq.lib.dma._SDMAChannel``)."""
+def zynq_fclk(requested_mhz: float, source_mhz: float = 1000.0) -> tuple[float, int]:
+    """What a Zynq-7000 FCLK gives for a request: the IO PLL (1000 MHz on the PYNQ-Z2)
+    divided by two 6-bit divisors, the closest product (as pynq's Clocks setter picks).
+    Returns (MHz, divisor product); with a 1000 MHz source the period is that many ns."""
+    div = min((d0 * d1 for d0 in range(1, 64) for d1 in range(1, 64)),
+              key=lambda d: (abs(source_mhz / d - requested_mhz), d))
+    return round(source_mhz / div, 6), div
 
-    def __init__(self, sim: _Sim, port, tx: bool, max_size: int = (1 << 23) - 1, poll_cycles: int = 256):
-        self._sim, self._port, self._tx = sim, port, tx
-        self._max_size = max_size
-        self.poll_cycles = poll_cycles
-        self._running = True
-        self._busy = False
-        self._error = False
-        self._done = Event()
-        self._active = None
-        self._task = None
-        self.transferred = 0
-        self.transfers = 0
-        self.posted = False          # S2MM: a transfer is waiting for data (TREADY allowed)
 
-    # -- the PYNQ API --
-    @property
-    def running(self) -> bool:
-        return self._running
+class SimClocks:
+    """``pynq.ps.Clocks``: ``fclk0_mhz`` is the simulation clock's frequency; setting it
+    restarts the clock at the closest frequency the Zynq divisors give."""
+
+    def __init__(self, sim: _Sim, clock):
+        self._sim, self._clock = sim, clock
 
     @property
-    def idle(self) -> bool:
-        if not self._busy:
-            return True
-        return self._sim.call(self._poll)
+    def fclk0_mhz(self) -> float:
+        return round(1e3 / self._sim.period_ns, 6)
 
-    @property
-    def error(self) -> bool:
-        return self._error
+    @fclk0_mhz.setter
+    def fclk0_mhz(self, mhz: float) -> None:
+        if self._clock is None:
+            raise RuntimeError("this simulation's clock cannot be changed")
+        _, div = zynq_fclk(float(mhz))
+        self._sim.call(self._restart, div)           # 1000 MHz / div: a period of div ns
 
-    @property
-    def status(self) -> str:
-        """The DMASR bits this model has (idle, DMAIntErr), for messages."""
-        return f"DMASR=0x{(0 if self._busy else DMASR_IDLE) | (DMASR_INTERR if self._error else 0):08x}"
+    async def _restart(self, period_ns: int):
+        from cocotb.clock import Clock
 
-    def start(self):
-        self._running = True
-
-    def stop(self):
-        self._running = False
-
-    def transfer(self, array, start: int = 0, nbytes: int = 0):
-        if not self._running:
-            raise RuntimeError("DMA channel not started")
-        if self._busy:
-            raise RuntimeError("DMA channel not idle")
-        if not isinstance(array, SimBuffer) or array._ddr is None:
-            raise RuntimeError("DMA transfers need a buffer from allocate()")
-        if nbytes == 0:
-            nbytes = array.nbytes - start
-        if nbytes > self._max_size:
-            raise ValueError(f"Transfer size is {nbytes} bytes, which exceeds the maximum DMA buffer size "
-                             f"{self._max_size}.")
-        if (array.physical_address + start) % 4:
-            raise RuntimeError("DMA does not support unaligned transfers; Starting address must be aligned to 4 bytes.")
-        self._busy, self._error = True, False
-        self._done.clear()
-        self.transferred = 0
-        self._active = (array, start, nbytes)
-        self.transfers += 1
-        if self._tx:
-            array.flush()                       # as pynq does for MM2S
-            data = bytes(array._ddr[start:start + nbytes])
-            self._sim.call(self._start, self._mm2s(data))
-        else:
-            self._sim.call(self._start, self._s2mm(array, start, nbytes))
-
-    def wait(self):
-        if not self._running:
-            raise RuntimeError("DMA channel not started")
-        if self._busy:
-            self._sim.call(self._wait_done)
-        if self._error:
-            raise RuntimeError("DMA Internal Error (packet longer than the transfer?)")
-        if not self._tx and self._active is not None:
-            self._active[0].invalidate()        # as pynq does for S2MM
-        self._active = None
-
-    # -- inside the simulation --
-    async def _start(self, coro):
-        import cocotb
-        self._task = cocotb.start_soon(coro)
-
-    async def _poll(self):
-        # one timer instead of ClockCycles (a Python callback per clock edge)
-        await First(self._done.wait(), Timer(self.poll_cycles * self._sim.period_ns, "ns"))
-        return not self._busy
-
-    async def _wait_done(self):
-        await self._done.wait()
-
-    def _finish(self, n: int, error: bool = False):
-        self.transferred = n
-        self._error = error
-        self._busy = False
-        self._done.set()
-
-    async def _mm2s(self, data: bytes):
-        src: AxiStreamSource = self._port
-        await src.send(AxiStreamFrame(data))
-        await src.wait()
-        self._finish(len(data))
-
-    async def _s2mm(self, array: SimBuffer, start: int, nbytes: int):
-        sink: AxiStreamSink = self._port
-        self.posted = True
-        if getattr(self, "_gen_driven", False) is False:
-            sink.pause = False
-        frame = await sink.recv()
-        self.posted = False
-        if getattr(self, "_gen_driven", False) is False:
-            sink.pause = True
-        data = bytes(frame.tdata)
-        n = min(len(data), nbytes)
-        array._ddr[start:start + n] = np.frombuffer(data[:n], np.uint8)
-        self._finish(n, error=len(data) > nbytes)
+        await RisingEdge(self._sim.clk)
+        old = self._clock
+        old.stop()
+        self._clock = Clock(old.signal, period_ns, unit="ns", impl=old.impl)
+        self._clock.start(start_high=False)
+        self._sim.period_ns = float(period_ns)
+        await RisingEdge(self._sim.clk)
 
 
-class SimDMA:
-    """``overlay.axi_dma_0``: ``sendchannel`` and ``recvchannel``."""
-
-    def __init__(self, sendchannel: SimDMAChannel, recvchannel: SimDMAChannel):
-        self.sendchannel, self.recvchannel = sendchannel, recvchannel
+def vitis_hwh_registers(offsets: dict[str, int]) -> dict:
+    """``ip_dict[...]["registers"]`` as pynq reads it from the ``.hwh`` of a Vitis HLS IP with
+    these registers: the block-level ones named CTRL, GIER, IP_IER, IP_ISR, the others by
+    their argument names."""
+    return {VITIS_CONTROL_NAMES.get(n, n): dict(address_offset=int(o), size=32, access="read-write",
+                                                description=n, fields={})
+            for n, o in offsets.items()}
 
 
 class SimOverlay:
     """``pynq.Overlay`` look-alike around a ``zq_top`` DUT.
 
-    ``backpressure``: probability per cycle of a gap in the MM2S stream and of
-    TREADY low on the S2MM stream while a transfer is posted (0 = none)."""
+    ``backpressure``: probability per cycle of a gap in the MM2S stream and of TREADY low
+    on the S2MM stream while a transfer is posted (0 = none). ``faults``: DMA faults (module
+    docstring). ``registers``: the accelerator's ``ip_dict`` registers (dict as pynq reads a
+    ``.hwh``; None: none, as an overlay without register information). ``interrupts``: the
+    accelerator's and the DMA's interrupt lines are wired (through an axi_intc on the board).
+    ``clock``: the cocotb ``Clock`` driving ``ap_clk`` (lets ``clocks.fclk0_mhz`` set it).
+    ``pynq_dma``: use pynq's own DMA channel driver (if pynq imports; importing it in a
+    simulator process takes seconds), else the shim's port of it."""
 
     def __init__(self, dut, period_ns: float = 10.0, backpressure: float = 0.0, seed: int = 1,
-                 poll_cycles: int = 256, accel_name: str = "zq_top_0", dma_name: str = "axi_dma_0"):
+                 poll_cycles: int = 256, accel_name: str = "zq_top_0", dma_name: str = "axi_dma_0",
+                 faults=(), registers: dict | None = None, interrupts: bool = True, clock=None,
+                 pynq_dma: bool = False):
         self.dut = dut
         clk, rst = dut.ap_clk, dut.ap_rst_n
         self._sim = _Sim(clk, period_ns)
@@ -304,26 +701,75 @@ class SimOverlay:
             lg.setLevel("WARNING")
         self.sink.pause = True                       # no S2MM transfer posted yet
         self.mmio = SimMMIO(self._sim, self.axil)
-        send = SimDMAChannel(self._sim, self.source, tx=True, poll_cycles=poll_cycles)
-        recv = SimDMAChannel(self._sim, self.sink, tx=False, poll_cycles=poll_cycles)
-        self.dma = SimDMA(send, recv)
         self.allocate = SimAllocator()
+        self.dma_model = SimAxiDma(self._sim, self.source, self.sink, self.allocate, dut.s_axis_in_TVALID,
+                                   dut.s_axis_in_TREADY, faults=faults, poll_cycles=poll_cycles,
+                                   gen_driven=backpressure > 0)
+        self._dma = None
+        self._dma_name, self.use_pynq_dma, self._interrupts = dma_name, pynq_dma, interrupts
+        self.clocks = SimClocks(self._sim, clock)
+        self.clock_dict = {0: {"enable": 1, "frequency": round(1e3 / period_ns, 6)}}
+        accel_irq = None
+        if interrupts:
+            accel_irq = SimInterrupt(self._sim, f"{accel_name}/interrupt", lambda: _high(dut.interrupt),
+                                     lambda: RisingEdge(dut.interrupt))
+        self.accel_irq = accel_irq
+        acc = dict(type=ACCEL_TYPE, phys_addr=0x4000_0000, addr_range=0x80, fullpath=accel_name,
+                   parameters={}, interrupts={"interrupt": {"controller": "axi_intc_0", "index": 0}}
+                   if interrupts else {})
+        if registers is not None:
+            acc["registers"] = registers
         self.ip_dict = {
-            accel_name: dict(type=ACCEL_TYPE, phys_addr=0x4000_0000, addr_range=0x80, fullpath=accel_name),
-            dma_name: dict(type=DMA_TYPE, phys_addr=0x4040_0000, addr_range=0x10000, fullpath=dma_name),
+            accel_name: acc,
+            dma_name: dict(type=DMA_TYPE, phys_addr=0x4040_0000, addr_range=0x10000, fullpath=dma_name,
+                           parameters=dict(c_include_sg="0", c_sg_length_width="23", c_include_mm2s="1",
+                                           c_include_s2mm="1", c_m_axi_mm2s_data_width="32",
+                                           c_m_axi_s2mm_data_width="32"),
+                           interrupts={p: {"controller": "axi_intc_0", "index": i}
+                                       for i, p in ((1, "mm2s_introut"), (2, "s2mm_introut"))} if interrupts else {}),
         }
-        setattr(self, accel_name, SimIP(self.mmio))
-        setattr(self, dma_name, self.dma)
+        if interrupts:
+            self.ip_dict["axi_intc_0"] = dict(type=INTC_TYPE, phys_addr=0x4180_0000, addr_range=0x10000,
+                                              fullpath="axi_intc_0", parameters={})
+        self.interrupt_controllers = {"axi_intc_0": {"parent": "", "index": 0}} if interrupts else {}
+        self.interrupt_pins = ({f"{accel_name}/interrupt": {"controller": "axi_intc_0", "index": 0},
+                                f"{dma_name}/mm2s_introut": {"controller": "axi_intc_0", "index": 1},
+                                f"{dma_name}/s2mm_introut": {"controller": "axi_intc_0", "index": 2}}
+                               if interrupts else {})
+        setattr(self, accel_name, SimIP(self.mmio, accel_irq))
         if backpressure > 0:
             rng_in, rng_out = random.Random(seed), random.Random(seed + 1)
             p = float(backpressure)
+            s2mm = self.dma_model.s2mm
             self.source.set_pause_generator(iter(lambda: rng_in.random() < p, None))
-            recv._gen_driven = True
-            self.sink.set_pause_generator(iter(lambda: (not recv.posted) or rng_out.random() < p, None))
+            self.sink.set_pause_generator(iter(lambda: (not s2mm.posted) or rng_out.random() < p, None))
+
+    def __getattr__(self, name):
+        # the DMA driver is built on first access, as pynq's overlay builds its drivers
+        if name != "_dma_name" and name == self.__dict__.get("_dma_name"):
+            if self._dma is None:
+                self._dma = SimDMA(self._sim, self.dma_model, self.use_pynq_dma, self._interrupts)
+            return self._dma
+        raise AttributeError(name)
+
+    @property
+    def dma(self) -> SimDMA | None:
+        """The DMA driver if the driver has opened it."""
+        return self._dma
+
+    def raw_mmio(self, name: str):
+        """An MMIO over an IP's register space without building its driver (``pynq.MMIO``)."""
+        if name == self._dma_name:
+            return SimDmaMMIO(self._sim, self.dma_model)
+        return self.mmio
 
     def now(self) -> float:
         """Simulated seconds (the driver's clock)."""
         return self._sim.t_ns * 1e-9
+
+    def sim_wall_seconds(self) -> float:
+        """Wall time spent inside the simulator so far (the driver leaves it out of host time)."""
+        return self._sim.wall
 
     async def reset(self, cycles: int = 8):
         """ap_rst_n low for ``cycles`` (what downloading the bitstream does to the PL)."""
@@ -332,3 +778,10 @@ class SimOverlay:
         self.dut.ap_rst_n.value = 1
         await ClockCycles(self.dut.ap_clk, 4)
         self._sim.t_ns = get_sim_time("ns")
+
+
+def _high(sig) -> bool:
+    try:
+        return bool(int(sig.value))
+    except ValueError:
+        return False

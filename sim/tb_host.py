@@ -5,18 +5,37 @@ Verilator build of :mod:`zynqflow.sim.rtl_sim`). The job comes from the JSON
 file ``$ZQ_HOST_JOB``::
 
     {"export": "<dir>", "regmap": null, "backpressure": 0.0, "seed": 1, "timeout_s": null,
-     "steps": [{"op": "classify" | "stream", "frames": "<file.npy>"}, ...],
+     "sim": {"faults": [...], "interrupts": true, "pynq_dma": false,
+             "registers": "vitis" | "none" | {"<reg>": <offset in the .hwh>, ...},
+             "dma_state": "reset" | "error"},
+     "driver": {"retries": 2, "recover": true, "fclk_mhz": null, "timing": null, "open_reset": true},
+     "continue_on_error": false,
+     "steps": [{"op": "classify" | "stream" | "classify_async" | "stream_async", "frames": "<file.npy>"}, ...],
      "result": "<result.json>", "arrays": "<result.npz>"}
+
+``sim``: the shim's options (:class:`~zynqflow.sim.sim_shim.SimOverlay`): DMA
+faults to inject; the interrupt lines wired or not; pynq's own DMA channel
+driver (``pynq_dma``; importing pynq in the simulator process takes seconds)
+or, by default, the shim's port of it (the same register accesses, checks and
+messages; the tests run both); the registers the overlay reports as read
+from a ``.hwh`` (the Vitis HLS names of the register map, none, or the
+register map with some offsets changed); the DMA left halted with an error
+(as an earlier process can leave a board). ``driver``: the
+:class:`~zynqflow.host.driver.ZqDriver` options, and a PL clock to set
+(checked against ``timing``, a bitstream's ``.json``, as on the board).
 
 The driver (``ZqDriver``, exactly as on the board) runs in a
 ``cocotb.task.bridge`` thread; the shim turns each of its register and DMA
-calls into simulation with ``cocotb.task.resume``. Results: logits and
-times per step in the ``.npz``, a summary in the ``.json`` (including the
-driver's error, if it raised a ``HostError``: the parent re-raises it).
+calls into simulation with ``cocotb.task.resume``; the ``*_async`` steps run
+the driver's asyncio methods in an event loop of that thread. Results:
+logits and times per step in the ``.npz``, a summary in the ``.json``
+(including the driver's error, if it raised a ``HostError``: the parent
+re-raises it, unless ``continue_on_error`` records it per step).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import time
@@ -29,12 +48,19 @@ from cocotb.clock import Clock
 from cocotb.task import bridge
 from cocotb.triggers import ClockCycles
 
-from zynqflow.host.driver import ZqDriver
+from zynqflow.host.board import open_driver
+from zynqflow.host.driver import DEFAULT_RETRIES
 from zynqflow.host.errors import HostError
 from zynqflow.host.manifest import Export, find_regmap
-from zynqflow.sim.sim_shim import SimOverlay
+from zynqflow.sim.sim_shim import SimOverlay, _pynq_channel_class, vitis_hwh_registers
 
 CLK_NS = 10
+OPS = ("classify", "stream", "classify_async", "stream_async")
+
+
+def _error(e: BaseException) -> dict:
+    attrs = {k: v for k, v in vars(e).items() if isinstance(v, (int, float, str, bool, type(None)))}
+    return dict(type=type(e).__name__, message=str(e), attrs=attrs)
 
 
 @cocotb.test(timeout_time=float(os.environ.get("ZQ_HOST_SIM_LIMIT_MS", "2000")), timeout_unit="ms")
@@ -43,38 +69,72 @@ async def host_job(dut):
     result_file, arrays_file = Path(job["result"]), Path(job["arrays"])
     export = Export(job["export"])
     regmap = find_regmap(export, job.get("regmap"))
-    cocotb.start_soon(Clock(dut.ap_clk, CLK_NS, unit="ns", impl=os.environ.get("ZQ_CLOCK_IMPL", "gpi")).start())
-    ol = SimOverlay(dut, period_ns=CLK_NS, backpressure=float(job.get("backpressure") or 0.0), seed=int(job.get("seed", 1)),
-                    poll_cycles=int(os.environ.get("ZQ_POLL", job.get("poll_cycles", 256))))
+    sim, dopt = job.get("sim") or {}, job.get("driver") or {}
+    clock = Clock(dut.ap_clk, CLK_NS, unit="ns", impl=os.environ.get("ZQ_CLOCK_IMPL", "gpi"))
+    clock.start()
+    regs = sim.get("registers", "vitis")
+    registers = (None if regs in (None, "none") else
+                 vitis_hwh_registers({**regmap.offsets, **(regs if isinstance(regs, dict) else {})}))
+    ol = SimOverlay(dut, period_ns=CLK_NS, backpressure=float(job.get("backpressure") or 0.0),
+                    seed=int(job.get("seed", 1)), poll_cycles=int(os.environ.get("ZQ_POLL", job.get("poll_cycles", 256))),
+                    faults=sim.get("faults") or (), registers=registers, interrupts=bool(sim.get("interrupts", True)),
+                    clock=clock, pynq_dma=bool(sim.get("pynq_dma", False)))
+    if ol.use_pynq_dma:
+        _pynq_channel_class()        # import pynq before the driver's thread starts
     await ol.reset()
+    if sim.get("dma_state") == "error":
+        ol.dma_model.set_error_state("s2mm")
     steps = job["steps"]
     summary: dict = dict(steps=[], error=None)
     arrays: dict = {}
 
     def run() -> None:
         """The host program: runs in a bridge thread, exactly as on the board."""
-        drv = ZqDriver(ol, ol.allocate, export, regmap, clock=ol.now, timeout_s=job.get("timeout_s"),
-                       min_timeout_s=0.0, fclk_hz=1e9 / CLK_NS,
-                       source=f"RTL simulation of {export.network} ({job.get('build', 'zq_top')})")
+        # the board's open sequence (clock, registers, DMA state) on the shim's objects
+        drv = open_driver(ol, export, regmap, allocate=ol.allocate, clocks=ol.clocks,
+                          raw_mmio=ol.raw_mmio if dopt.get("open_reset", True) else None, clock=ol.now,
+                          timing=dopt.get("timing"), fclk_mhz=dopt.get("fclk_mhz"),
+                          source=f"RTL simulation of {export.network} ({job.get('build', 'zq_top')})",
+                          timeout_s=job.get("timeout_s"), min_timeout_s=0.0,
+                          retries=int(dopt.get("retries", DEFAULT_RETRIES)), recover=bool(dopt.get("recover", True)),
+                          outside_clock=ol.sim_wall_seconds, simulated=True)
+        summary.update(fclk_mhz=drv.fclk_hz / 1e6, fclk_set=drv.clock_info)
+        summary.update(open_reset=drv.open_reset, registers_checked=drv.registers_checked,
+                       has_interrupts=drv.has_interrupts)
         with drv:
             for i, step in enumerate(steps):
                 frames = np.load(step["frames"])
+                op = step["op"]
                 t = time.perf_counter()
-                st = drv.classify(frames) if step["op"] == "classify" else drv.stream(frames)
+                try:
+                    if op.endswith("_async"):
+                        st = asyncio.run(getattr(drv, op)(frames))
+                    else:
+                        st = getattr(drv, op)(frames)
+                except HostError as e:
+                    if not job.get("continue_on_error"):
+                        raise
+                    summary["steps"].append(dict(op=op, frames=len(frames), error=_error(e)))
+                    arrays[f"logits{i}"] = np.zeros((0, export.num_classes), np.int64)
+                    arrays[f"t_send{i}"] = arrays[f"t_done{i}"] = np.zeros(0)
+                    continue
                 wall = time.perf_counter() - t
                 arrays[f"logits{i}"] = st.logits
                 arrays[f"t_send{i}"] = st.t_send
                 arrays[f"t_done{i}"] = st.t_done
-                summary["steps"].append(dict(op=st.mode, frames=len(st.logits), sim_seconds=st.seconds,
+                summary["steps"].append(dict(op=op, frames=len(st.logits), sim_seconds=st.seconds,
                                              wall_seconds=wall, cycles_last=st.cycles_last,
-                                             frames_done=st.frames_done, registers=st.registers))
+                                             frames_done=st.frames_done, registers=st.registers, host=st.host,
+                                             recoveries=st.recoveries, mm2s_transfers=st.mm2s_transfers,
+                                             s2mm_transfers=st.s2mm_transfers, interrupts=st.interrupts,
+                                             error=None))
             summary.update(net_id=drv.hw_id, id_probed=drv.id_probed)
 
     t0 = time.perf_counter()
     try:
         await bridge(run)()
     except HostError as e:
-        summary["error"] = dict(type=type(e).__name__, message=str(e))
+        summary["error"] = _error(e)
     except Exception as e:  # noqa: BLE001 - reported to the parent, and the test fails
         summary["error"] = dict(type=type(e).__name__, message=str(e), traceback=traceback.format_exc())
         raise
@@ -84,11 +144,21 @@ async def host_job(dut):
         ol.sink.pause = False
         ol.sink.clear_pause_generator()
         await ClockCycles(dut.ap_clk, int(job.get("drain_cycles", 200)))
+        m = ol.dma_model
+        dma = ol.dma
+        irqs = {}
+        for name, irq in (("accel", ol.accel_irq), ("mm2s", dma and dma.mm2s_introut),
+                          ("s2mm", dma and dma.s2mm_introut)):
+            if irq:
+                irqs[name] = dict(waits=irq.waits, fired=irq.fired)
         summary.update(
             extra_output_frames=ol.sink.count(), source_idle=bool(ol.source.idle()),
-            mm2s_transfers=ol.dma.sendchannel.transfers, s2mm_transfers=ol.dma.recvchannel.transfers,
-            mmio_reads=ol.mmio.reads, mmio_writes=ol.mmio.writes,
-            sim_time_ns=cocotb.utils.get_sim_time("ns"))
+            mm2s_transfers=m.mm2s.transfers, s2mm_transfers=m.s2mm.transfers,
+            dma=dict(channel_class=dma.channel_class if dma else None, resets=m.resets,
+                     mm2s_errors=m.mm2s.errors, s2mm_errors=m.s2mm.errors,
+                     ignored_writes=m.mm2s.ignored_writes + m.s2mm.ignored_writes),
+            interrupts=irqs, mmio_reads=ol.mmio.reads, mmio_writes=ol.mmio.writes,
+            sim_wall_seconds=ol.sim_wall_seconds(), sim_time_ns=cocotb.utils.get_sim_time("ns"))
         np.savez(arrays_file, **arrays)
         result_file.write_text(json.dumps(summary, indent=1, default=lambda o: o.tolist() if hasattr(o, "tolist")
                                           else str(o)))

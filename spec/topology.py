@@ -9,12 +9,22 @@ a final global average pool. Fire modules are sugar that expand into three
 Everything downstream (PyTorch module, exporter, HLS layer table, RTL ROMs,
 characterization) is derived from the flattened ``NetConfig.layers``, and
 every stage that evaluates the network walks it with :func:`run_graph`.
+
+A network config file is JSON in one of two forms (``docs/config-schema.md``):
+the full form (``name``, ``input_size``, ``in_channels``, ``num_classes``,
+``layers``: a list of :class:`LayerSpec` objects, optional ``act_bits``,
+``weight_bits``, ``out_bits``, ``class_names``) or the compact form (the same
+top-level fields with ``stem`` and ``fires``: a list of :class:`FireSpec`
+objects, optional ``head_channels`` and ``head_splits``, instead of
+``layers``). :func:`validate_config` checks a config against that schema and
+raises :class:`ConfigError` naming the file, the layer (index and name) or
+fire module, and the field that is missing, unknown or of the wrong type.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, replace
+from dataclasses import MISSING, asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Callable, Sequence, TypeVar
 
@@ -115,7 +125,10 @@ class NetConfig:
         return d
 
     @staticmethod
-    def from_dict(d: dict) -> "NetConfig":
+    def from_dict(d: dict, source: str = "network config") -> "NetConfig":
+        """A config in the full or the compact form, checked against the schema first
+        (:func:`validate_config`; ``source`` names the file in errors)."""
+        validate_config(d, source)
         d = dict(d)
         if "fires" in d:  # compact form: stem + fires + head
             return fire_net(
@@ -147,6 +160,90 @@ class NetConfig:
         if num_classes is not None and num_classes != self.num_classes:
             raise ValueError("changing the class count changes the head; build a new config")
         return cfg
+
+
+# ---- JSON configs: schema and validation -----------------------------------
+class ConfigError(ValueError):
+    """A network config does not match the schema (``docs/config-schema.md``). The
+    message names the file, the layer (index and name) or fire module, and the field."""
+
+    def __init__(self, source: str, where: str, problem: str):
+        self.source, self.where, self.problem = source, where, problem
+        super().__init__(f"{source}: not a valid network config: {where + ': ' if where else ''}{problem}")
+
+
+_TYPES = {"str": (str, "a string"), "int": (int, "an integer"), "bool": (bool, "true or false")}
+
+
+def _dataclass_schema(cls, minimum: dict[str, int]) -> dict[str, tuple[str, bool, int | None]]:
+    """``{field: (type name, required, minimum)}`` from a dataclass's fields."""
+    return {f.name: (str(f.type), f.default is MISSING, minimum.get(f.name)) for f in fields(cls)}
+
+
+_COMMON = {"name": ("str", True, None), "input_size": ("int", True, 1), "in_channels": ("int", True, 1),
+           "num_classes": ("int", True, 1), "act_bits": ("int", False, 1), "weight_bits": ("int", False, 1),
+           "out_bits": ("int", False, 1), "class_names": ("list[str]", False, None)}
+# the schema, per form: field -> (type, required, minimum)
+CONFIG_SCHEMA = {
+    "full": {**_COMMON, "layers": ("list[layer]", True, None)},
+    "compact": {**_COMMON, "stem": ("int", True, 1), "fires": ("list[fire]", True, None),
+                "head_channels": ("int|null", False, 1), "head_splits": ("int", False, 1)},
+    "layer": _dataclass_schema(LayerSpec, {"cin": 1, "cout": 1, "k": 1, "stride": 1, "dst_offset": 0}),
+    "fire": _dataclass_schema(FireSpec, {"squeeze": 1, "expand1": 1, "expand3": 1}),
+}
+
+
+def _check_fields(obj, schema: dict, source: str, where: str) -> None:
+    what = where or "the config"
+    if not isinstance(obj, dict):
+        raise ConfigError(source, where, f"{what} must be a JSON object, not {type(obj).__name__}")
+    required = [k for k, (_, req, _) in schema.items() if req]
+    for key in required:
+        if key not in obj:
+            raise ConfigError(source, where, f"missing field '{key}' (required: {', '.join(required)})")
+    for key, value in obj.items():
+        if key not in schema:
+            raise ConfigError(source, where, f"unknown field '{key}' (fields: {', '.join(schema)})")
+        typ, _, lo = schema[key]
+        if typ.startswith("list["):
+            if not isinstance(value, (list, tuple)):        # tuple: from NetConfig.to_dict()
+                raise ConfigError(source, where, f"field '{key}' must be a list, got {json.dumps(value)}")
+            if typ == "list[str]" and not all(isinstance(v, str) for v in value):
+                raise ConfigError(source, where, f"field '{key}' must be a list of strings")
+            continue
+        if typ == "int|null" and value is None:
+            continue
+        py, want = _TYPES[typ.split("|")[0]]
+        if not isinstance(value, py) or (py is int and isinstance(value, bool)):
+            raise ConfigError(source, where, f"field '{key}' must be {want}, got {json.dumps(value)} "
+                                             f"({type(value).__name__})")
+        if lo is not None and value < lo:
+            raise ConfigError(source, where, f"field '{key}' must be >= {lo}, got {value}")
+
+
+def validate_config(d, source: str = "network config") -> str:
+    """Check a config dict against :data:`CONFIG_SCHEMA`; returns its form (``full`` or
+    ``compact``). Raises :class:`ConfigError` for a missing, unknown or wrongly typed
+    field, naming ``source``, the layer (``layers[i] 'name'``) or ``fires[i]``, and the field."""
+    if not isinstance(d, dict):
+        raise ConfigError(source, "", f"a network config is a JSON object, not {type(d).__name__}")
+    compact, full = "stem" in d or "fires" in d, "layers" in d
+    if compact and full:
+        raise ConfigError(source, "", "has both 'layers' (full form) and 'stem'/'fires' (compact form); use one")
+    if not compact and not full:
+        raise ConfigError(source, "", "needs 'layers' (full form) or 'stem' and 'fires' (compact form)")
+    form = "compact" if compact else "full"
+    _check_fields(d, CONFIG_SCHEMA[form], source, "")
+    items, kind = (d["fires"], "fire") if compact else (d["layers"], "layer")
+    for i, item in enumerate(items):
+        name = item.get("name") if isinstance(item, dict) else None
+        where = f"{kind}s[{i}]" + (f" '{name}'" if isinstance(name, str) else "")
+        _check_fields(item, CONFIG_SCHEMA[kind], source, where)
+    names = d.get("class_names") or []
+    if names and len(names) != d["num_classes"]:
+        raise ConfigError(source, "", f"field 'class_names' has {len(names)} names for num_classes "
+                                      f"{d['num_classes']}")
+    return form
 
 
 # ---------------------------------------------------------------------------
@@ -337,7 +434,25 @@ def _zynqnet_tiny() -> NetConfig:
     return fire_net("zynqnet-tiny", 16, 1, 10, stem=8, fires=fires, class_names=FASHION_CLASSES)
 
 
-PRESETS = {"zynqnet": _zynqnet, "zynqnet-mini": _zynqnet_mini, "zynqnet-tiny": _zynqnet_tiny}
+def _zynqnet_rgb() -> NetConfig:
+    """RGB 32x32 (CIFAR-10-class data), 10 classes, 1.33 M parameters (under
+    FINN CNV's 1.5 M), 45 M MACs: CNV's 64-128-256 channel progression as fire
+    modules, two per map size. Chosen with the search's hardware models
+    (docs/dse.md): the largest of the candidates that keeps >= 500 frames/s
+    on a 256-MAC engine inside the xc7z020 (weights streamed through a ring)."""
+    fires = [
+        FireSpec(32, 64, 64),                     # f2 @16
+        FireSpec(32, 64, 64),                     # f3 @16
+        FireSpec(64, 128, 128, downsample=True),  # f4: 16 -> 8
+        FireSpec(64, 128, 128),                   # f5 @8
+        FireSpec(128, 256, 256, downsample=True), # f6: 8 -> 4
+        FireSpec(128, 256, 256),                  # f7 @4
+    ]
+    return fire_net("zynqnet-rgb", 32, 3, 10, stem=64, fires=fires, class_names=CIFAR10_CLASSES)
+
+
+PRESETS = {"zynqnet": _zynqnet, "zynqnet-mini": _zynqnet_mini, "zynqnet-tiny": _zynqnet_tiny,
+           "zynqnet-rgb": _zynqnet_rgb}
 
 
 def get_config(name_or_path: str, in_channels: int | None = None, input_size: int | None = None) -> NetConfig:
@@ -351,9 +466,13 @@ def get_config(name_or_path: str, in_channels: int | None = None, input_size: in
             raise ValueError(f"unknown network '{name_or_path}': not a preset "
                              f"({', '.join(PRESETS)}) and no such config file")
         try:
-            cfg = NetConfig.from_dict(json.loads(p.read_text()))
-        except (KeyError, TypeError, json.JSONDecodeError) as e:
-            raise ValueError(f"{p}: not a valid network config: {e}") from e
+            raw = json.loads(p.read_text())
+        except json.JSONDecodeError as e:
+            raise ConfigError(str(p), "", f"not JSON (line {e.lineno}, column "
+                                          f"{e.colno}: {e.msg})") from e
+        except (OSError, UnicodeDecodeError) as e:
+            raise ConfigError(str(p), "", f"cannot read the network config ({e})") from e
+        cfg = NetConfig.from_dict(raw, source=str(p))
     if in_channels is not None or input_size is not None:
         cfg = cfg.with_input(in_channels=in_channels, input_size=input_size)
     check_rules(cfg)

@@ -118,6 +118,76 @@ def test_fashion_dir_not_found_no_download(tmp_path, monkeypatch):
         fashion_mnist_dir(empty, download=False)
 
 
+def _fake_fashion(d: Path, seed: int, n_train: int = 6, n_test: int = 4, gz: bool = True) -> tuple:
+    d.mkdir(parents=True, exist_ok=True)
+    tr, te = tiny_images(n_train, seed=seed), tiny_images(n_test, seed=seed + 1)
+    write_idx(d / "train-images-idx3-ubyte", tr, gz)
+    write_idx(d / "train-labels-idx1-ubyte", np.arange(n_train) % 10, gz)
+    write_idx(d / "t10k-images-idx3-ubyte", te, gz)
+    write_idx(d / "t10k-labels-idx1-ubyte", np.arange(n_test) % 10, gz)
+    return tr, te
+
+
+def test_explicit_data_dir_wins_over_debian_package(tmp_path, monkeypatch):
+    """DATA_DIR must be what is loaded, even when the Debian package is installed."""
+    debian, mine = tmp_path / "debian", tmp_path / "mine"
+    _fake_fashion(debian, seed=10)
+    tr, te = _fake_fashion(mine, seed=20, n_train=7, n_test=3, gz=False)
+    monkeypatch.setattr(D, "DEBIAN_FASHION_DIR", debian)
+    assert fashion_mnist_dir(None, download=False) == debian            # no DATA_DIR: the package
+    assert fashion_mnist_dir(mine, download=False) == mine
+    ds = load_dataset("fashion-mnist", str(mine))
+    assert len(ds.train) == 7 and len(ds.test) == 3
+    np.testing.assert_array_equal(ds.train.images[:, 0, 2:30, 2:30], tr)
+    np.testing.assert_array_equal(ds.test.images[:, 0, 2:30, 2:30], te)
+    # a DATA_DIR without the files is an error naming it, not a silent fall-back to the package
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with raises_naming(empty, match="lacks train-images-idx3-ubyte"):
+        fashion_mnist_dir(empty, download=False)
+    (tmp_path / "afile").write_text("x")
+    with raises_naming(tmp_path / "afile", match="not a directory"):
+        fashion_mnist_dir(tmp_path / "afile", download=False)
+
+
+@pytest.mark.parametrize("gz", [False, True])
+def test_truncated_file_in_data_dir_raises(tmp_path, monkeypatch, gz):
+    """The regression: a DATA_DIR whose test-image file was cut in half loaded the
+    Debian package's files without an error."""
+    debian, mine = tmp_path / "debian", tmp_path / "mine"
+    _fake_fashion(debian, seed=10)
+    _fake_fashion(mine, seed=20, gz=gz)
+    monkeypatch.setattr(D, "DEBIAN_FASHION_DIR", debian)
+    p = mine / ("t10k-images-idx3-ubyte" + (".gz" if gz else ""))
+    p.write_bytes(p.read_bytes()[: p.stat().st_size // 2])
+    with raises_naming(p, match="truncated"):
+        load_fashion_mnist(mine)
+    with raises_naming(p, match="truncated"):
+        load_dataset("fashion-mnist", str(mine))
+
+
+def test_wrong_image_size_in_data_dir(tmp_path, monkeypatch):
+    monkeypatch.setattr(D, "DEBIAN_FASHION_DIR", tmp_path / "no-debian")
+    _fake_fashion(tmp_path, seed=1)
+    p = write_idx(tmp_path / "t10k-images-idx3-ubyte", tiny_images(4, 20, 20), gz=True)
+    with raises_naming(p, match="images are 20 x 20, expected 28 x 28"):
+        load_fashion_mnist(tmp_path)
+
+
+@pytest.mark.skipif(not D.DEBIAN_FASHION_DIR.is_dir(), reason="dataset-fashion-mnist not installed")
+def test_truncated_copy_of_the_real_test_images(tmp_path):
+    """With the Debian package installed: a DATA_DIR holding the real files, the test
+    images cut in half, raises naming that file."""
+    for stem in ("train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-labels-idx1-ubyte"):
+        src = D._find_idx(D.DEBIAN_FASHION_DIR, stem)
+        (tmp_path / src.name).symlink_to(src)
+    src = D._find_idx(D.DEBIAN_FASHION_DIR, "t10k-images-idx3-ubyte")
+    cut = tmp_path / src.name
+    cut.write_bytes(src.read_bytes()[: src.stat().st_size // 2])
+    with raises_naming(cut, match="truncated"):
+        load_dataset("fashion-mnist", str(tmp_path))
+
+
 # ---- IDX: errors must name the file ----------------------------------------------
 @pytest.mark.parametrize("gz", [False, True])
 def test_bad_magic(tmp_path, gz):

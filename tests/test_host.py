@@ -500,53 +500,15 @@ def test_fashion_mnist_png_equals_dataset_frame(tmp_path):
     assert np.array_equal(frames, pad_to(raw[:, None], 32).transpose(0, 2, 3, 1))
 
 
-MOCK_VIVADO = r"""
-set ::log [open $::env(MOCK_LOG) w]
-rename exit real_exit
-proc exit {{code 0}} { puts $::log "EXIT $code"; close $::log; real_exit $code }
-proc unknown {args} {
-    puts $::log $args
-    switch -- [lindex $args 0] {
-        get_ipdefs { return "zynqflow.org:hls:zq_top:1.0" }
-        get_board_parts { return $::env(MOCK_BOARD) }
-        get_property {
-            switch -- [lindex $args 1] {
-                PROGRESS { return "100%" }
-                DIRECTORY { return $::env(MOCK_RUN_DIR) }
-                SLACK { return 0.5 }
-            }
-            return ""
-        }
-        create_bd_cell - get_bd_pins - get_bd_intf_pins { return [lindex $args end] }
-        make_wrapper { return wrapper.v }
-    }
-    return ""
-}
-set argv $::env(MOCK_ARGS)
-source $::env(MOCK_SCRIPT)
-"""
-
-
 @pytest.mark.skipif(shutil.which("tclsh") is None, reason="no tclsh")
 @pytest.mark.parametrize("board_files", ["", "tul.com.tw:pynq-z2:part0:1.0"])
 def test_block_design_tcl_with_mock_vivado(tmp_path, board_files):
     """board/pynq_z2.tcl under tclsh with every Vivado command stubbed: it runs to the end,
     wires what the driver expects and copies <net>_pynq-z2.bit/.hwh."""
-    (tmp_path / "ip").mkdir()
-    (tmp_path / "ip" / "component.xml").write_text("<x/>")
-    run = tmp_path / "run"
-    run.mkdir()
-    (run / "zq_bd_wrapper.bit").write_bytes(b"bit")
-    hh = tmp_path / "out" / "project" / "zq_pynq_z2.gen" / "sources_1" / "bd" / "zq_bd" / "hw_handoff"
-    hh.mkdir(parents=True)
-    (hh / "zq_bd.hwh").write_text("<hwh/>")
-    (tmp_path / "mock.tcl").write_text(MOCK_VIVADO)
-    env = dict(os.environ, MOCK_LOG=str(tmp_path / "log"), MOCK_BOARD=board_files, MOCK_RUN_DIR=str(run),
-               MOCK_ARGS=f"{tmp_path / 'ip'} {tmp_path / 'out'} zynqnet-mini 2",
-               MOCK_SCRIPT=str(REPO / "board" / "pynq_z2.tcl"))
-    r = subprocess.run(["tclsh", str(tmp_path / "mock.tcl")], capture_output=True, text=True, env=env, timeout=60)
+    from vivado_mock import run_block_design
+
+    r, log, _ = run_block_design(tmp_path, MOCK_BOARD=board_files)
     assert r.returncode == 0, r.stdout + r.stderr
-    log = (tmp_path / "log").read_text()
     assert (tmp_path / "out" / "zynqnet-mini_pynq-z2.bit").read_bytes() == b"bit"
     assert (tmp_path / "out" / "zynqnet-mini_pynq-z2.hwh").read_text() == "<hwh/>"
     for line in ["create_project -force zq_pynq_z2", "-part xc7z020clg400-1",
@@ -554,10 +516,16 @@ def test_block_design_tcl_with_mock_vivado(tmp_path, board_files):
                  "connect_bd_intf_net zq_top_0/m_axis_out axi_dma_0/S_AXIS_S2MM",
                  "connect_bd_intf_net ctrl_ic/M00_AXI zq_top_0/s_axi_control",
                  "connect_bd_intf_net mem_sc/M00_AXI ps7/S_AXI_HP0",
-                 "connect_bd_net zq_top_0/interrupt irq_concat/In0", "connect_bd_net irq_concat/dout ps7/IRQ_F2P",
+                 "connect_bd_net zq_top_0/interrupt irq_concat/In0",
+                 "connect_bd_net axi_dma_0/s2mm_introut irq_concat/In2",
+                 # interrupts behind an axi_intc on GP0, where pynq finds them (as base.tcl)
+                 "connect_bd_net irq_concat/dout axi_intc_0/intr", "connect_bd_net axi_intc_0/irq ps7/IRQ_F2P",
+                 "connect_bd_intf_net ctrl_ic/M02_AXI axi_intc_0/s_axi", "CONFIG.NUM_MI 3",
+                 "connect_bd_net ps7/FCLK_CLK0 axi_intc_0/s_axi_aclk",
                  "connect_bd_net ps7/FCLK_CLK0 zq_top_0/ap_clk", "CONFIG.c_include_sg 0",
                  "CONFIG.PCW_FPGA0_PERIPHERAL_FREQMHZ 100", "CONFIG.PCW_USE_S_AXI_HP0 1",
                  "launch_runs impl_1 -to_step write_bitstream", "EXIT 0"]:
         assert line in log, line
+    assert "connect_bd_net irq_concat/dout ps7/IRQ_F2P" not in log       # PYNQ could not discover it
     assert ("apply_bd_automation" in log) == bool(board_files)
-    assert ("PCW_UIPARAM_DDR_PARTNO {MT41J256M16 RE-125}" in log) == (not board_files)
+    assert ("CONFIG.PCW_UIPARAM_DDR_PARTNO Custom" in log) == (not board_files)      # base.tcl's DDR3 settings

@@ -9,6 +9,7 @@ The Fashion-MNIST run needs the reference checkpoint and skips without it.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shutil
@@ -137,3 +138,86 @@ def test_rtl_reference_fashion_mnist():
     print(f"\nreference ({origin}): {N} Fashion-MNIST test images, top-1 {np.mean(r.labels == labels):.3f}, "
           f"cycles_last {r.info['cycles_last']} -> {r.info['fps_at_100MHz_from_cycles_last']:.0f} frames/s at "
           f"100 MHz; simulated stream {r.fps:.0f} frames/s; simulator wall {r.info['sim_wall_seconds']:.1f} s")
+
+
+# ---- DMA errors and timeouts: recovery (the shim's DMA behaves as PG021 says the hardware does) ----
+def test_rtl_dma_errors_recovered_no_frame_lost(tiny, tiny_frames):
+    """Three injected faults in one simulation, each recovered by the driver (soft reset of the
+    DMA, channels restarted, engine drained) with the frames without a result sent again:
+
+    * stream: S2MM transfer 5 ends with a slave error (the engine's output for frame 5 is lost,
+      the DMA halts with DMASlvErr);
+    * classify: MM2S transfer 14 ends with an internal error after 10 beats (the engine holds
+      part of a frame: the driver ends it with a one-beat packet, answered by an error frame);
+    * stream_async (interrupts): S2MM transfer 22 never takes its data (timeout, channel busy).
+
+    Every step returns exactly the golden logits, in order; the counters show what happened:
+    frames_done and the DMA transfers account for every re-sent, drained and lost frame."""
+    f = tiny_frames
+    gold = golden_logits(tiny.qnet(), f)
+    faults = [dict(channel="s2mm", transfer=5, kind="slave"),
+              dict(channel="mm2s", transfer=14, kind="internal", beats=10),
+              dict(channel="s2mm", transfer=22, kind="stall")]
+    steps = [("stream", f[:12]), ("classify", f[12:16]), ("stream_async", f[16:24])]
+    res = run_job(tiny, steps, sim=dict(faults=faults, pynq_dma=True), timeout_s=20 * tiny.frame_cycles() / 1e8)
+    assert res["error"] is None and res["extra_output_frames"] == 0
+    assert res["dma"]["resets"] == 3 and res["dma"]["s2mm_errors"] == 1 and res["dma"]["mm2s_errors"] == 1
+    if importlib.util.find_spec("pynq") is not None:                        # pynq's own driver code
+        assert res["dma"]["channel_class"] == "pynq.lib.dma._SDMAChannel"
+    (s1, s2, s3), gold_steps = res["steps"], [gold[:12], gold[12:16], gold[16:24]]
+    for s, g in zip(res["steps"], gold_steps):
+        assert np.array_equal(s["logits"], g), f"{s['op']}: logits differ from the golden model"
+        assert len(s["recoveries"]) == 1 and np.all(np.diff(s["t_done"]) > 0)
+    # stream: frames 0-6 sent (6 in the engine when 5's output failed), 5-11 sent again; the
+    # engine answered 12 frames + 5 (lost) + 6 (drained)
+    r = s1["recoveries"][0]
+    assert r["frame"] == 5 and "DMASlvErr" in r["reason"] and r["dmasr_s2mm"] & 0x21 == 0x21
+    assert (s1["mm2s_transfers"], s1["s2mm_transfers"]) == (7 + 7, 6 + r["drained"] + 7)
+    assert s1["frames_done"] == 12 + 1 + r["drained"] and r["flushes"] == 0
+    # classify: frame 0's input cut after 10 beats: one one-beat packet, one error frame drained
+    r = s2["recoveries"][0]
+    assert r["frame"] == 0 and "DMAIntErr" in r["reason"] and (r["flushes"], r["drained"]) == (1, 1)
+    assert (s2["mm2s_transfers"], s2["s2mm_transfers"]) == (1 + 1 + 4, 1 + 1 + 4)   # failed, recovery, 4
+    assert s2["frames_done"] == 4 + 1 and s2["cycles_last"] == [s1["cycles_last"][-1]] * 4
+    # stream_async: S2MM of frame 2 stalls: timeout, then frame 2's output drained, 2-7 sent again
+    r = s3["recoveries"][0]
+    assert r["frame"] == 2 and r["reason"].startswith("AcceleratorTimeout") and r["drained"] == 1
+    assert s3["frames_done"] == 8 + 1 and s3["interrupts"] is True
+    assert res["mm2s_transfers"] == sum(s["mm2s_transfers"] for s in res["steps"])
+    assert res["s2mm_transfers"] == sum(s["s2mm_transfers"] for s in res["steps"])
+
+
+def test_rtl_retries_exhausted_cli_exit_1(tiny, tiny_frames, tmp_path, capsys, monkeypatch):
+    """More DMA errors than retries: the CLI exits 1 with the DMA status in one message, no
+    traceback (pynq's RuntimeError arrives as a host error)."""
+    from zynqflow.host import cli
+
+    d = tmp_path / "frames"
+    d.mkdir()
+    for i in range(3):
+        np.save(d / f"f{i}.npy", tiny_frames[i])
+    # S2MM transfers 0, 2, 4 are frame 0 and its two re-sends (1 and 3: the recoveries draining frame 1)
+    monkeypatch.setenv("ZQ_SIM_FAULTS", json.dumps([dict(channel="s2mm", transfer=k, kind="decode")
+                                                     for k in (0, 2, 4)]))
+    rc = cli.main(["stream", str(d), "--backend", "rtl", "--export", str(tiny.dir)])
+    err = capsys.readouterr().err
+    assert rc == 1 and "Traceback" not in err
+    assert "DMADecErr" in err and "exceed retries=2" in err and "accelerator error" in err
+
+
+def test_rtl_host_time_and_labels(tiny, tiny_frames):
+    """Simulated figures say "accelerator only"; the host's own per-frame work is measured
+    apart, without the simulator's time, and the throughput test adds the DMA bandwidth."""
+    with Accelerator(tiny, "rtl") as acc:
+        b = acc.benchmark(tiny_frames[:16])
+        r = acc.backend.last["steps"][0]
+    assert "accelerator only" in b["timing"] and "accelerator only" in b["clock"]
+    n, sim_s = 16, r["sim_seconds"]
+    assert b["frames"] == n and b["fps_accelerator_only"] == pytest.approx(n / sim_s)
+    host = b["host_seconds_per_frame"]
+    assert 0 < host < r["wall_seconds"] / n            # the simulator's wall time is not host time
+    assert 0 < b["host_copy_seconds_per_frame"] < host and 0 < b["host_dma_seconds_per_frame"] < host
+    assert b["fps_including_host"] == pytest.approx(n / (sim_s + n * host))
+    assert b["input_MBps_accelerator_only"] == pytest.approx(b["fps_accelerator_only"] * tiny.bytes_per_frame / 1e6)
+    assert b["output_MBps_accelerator_only"] == pytest.approx(b["fps_accelerator_only"] * tiny.num_classes * 4 / 1e6)
+    assert "not the board's CPU" in b["including_host_from"]

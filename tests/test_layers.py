@@ -5,7 +5,8 @@
   neither torch nor any simulator or comparison tool;
 * ``model/`` imports no ``hls``/``sim``/``host``/``bench`` code, ``sim/`` no
   ``model``/``export``/``bench`` code, ``export/`` no ``sim``/``host``/``bench``
-  code, and nothing imports ``bench/`` (the top floor);
+  code, and nothing imports the top floors: ``bench/``, and above it ``dse/``
+  (the search, whose hardware in the loop runs bench's measurements);
 * in a fresh virtual environment, ``pip install .`` (no extras) gives a
   working ``zynqflow classify --backend golden`` on a PNG, without torch.
 """
@@ -64,10 +65,15 @@ def test_imports_run_one_way(pkg):
     assert not bad, "; ".join(bad)
 
 
-def test_nothing_imports_bench():
-    bad = [str(f.relative_to(REPO)) for pkg in ("spec", "model", "export", "sim", "host")
-           for f in (REPO / pkg).glob("*.py") if "bench" in _zynqflow_imports(f)]
-    assert not bad, f"only bench/ may import bench/: {bad}"
+TOP_FLOORS = ("bench", "dse")   # bottom to top: a floor may import the floors below it
+
+
+@pytest.mark.parametrize("top", TOP_FLOORS)
+def test_nothing_imports_the_top_floors(top):
+    above = TOP_FLOORS[TOP_FLOORS.index(top):]
+    bad = [str(f.relative_to(REPO)) for pkg in ("spec", "model", "export", "sim", "host") + TOP_FLOORS
+           if pkg not in above for f in (REPO / pkg).glob("*.py") if top in _zynqflow_imports(f)]
+    assert not bad, f"only {', '.join(f'{p}/' for p in above)} may import {top}/: {bad}"
 
 
 def test_board_core_files_are_not_simulation_only():

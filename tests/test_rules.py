@@ -274,3 +274,127 @@ def test_unknown_net_name():
     msg = str(e.value)
     assert not isinstance(e.value, DesignRuleError)
     assert "unknown network 'zynqnet-huge'" in msg and "zynqnet-mini" in msg and "no such config file" in msg
+
+
+# ---- JSON configs: the schema and its errors ---------------------------------------
+from zynqflow.spec.topology import CONFIG_SCHEMA, ConfigError, validate_config  # noqa: E402
+
+
+def _config_error(tmp_path, d, *parts) -> ConfigError:
+    """get_config on ``d`` written to a file raises ConfigError whose message names the
+    file and contains every part."""
+    p = tmp_path / "net.json"
+    p.write_text(json.dumps(d))
+    with pytest.raises(ConfigError) as e:
+        get_config(str(p))
+    msg = str(e.value)
+    assert msg.startswith(f"{p}: ") and e.value.source == str(p), msg
+    for part in parts:
+        assert part in msg, f"{part!r} not in {msg!r}"
+    assert "__init__" not in msg and "positional argument" not in msg
+    return e.value
+
+
+@pytest.mark.parametrize("field,value,parts", [
+    ("cout", None, ["layers[3] 'f2/e3'", "missing field 'cout'", "required: name, src, dst, cin, cout"]),
+    ("name", None, ["layers[3]:", "missing field 'name'"]),
+    ("kernel", 3, ["layers[3] 'f2/e3'", "unknown field 'kernel'", "fields: name, src, dst, cin, cout, k, stride"]),
+    ("k", "3", ["layers[3] 'f2/e3'", "field 'k' must be an integer, got \"3\" (str)"]),
+    ("cin", True, ["layers[3] 'f2/e3'", "field 'cin' must be an integer, got true (bool)"]),
+    ("relu", 1, ["layers[3] 'f2/e3'", "field 'relu' must be true or false, got 1 (int)"]),
+    ("cout", 0, ["layers[3] 'f2/e3'", "field 'cout' must be >= 1, got 0"]),
+    ("src", 7, ["layers[3] 'f2/e3'", "field 'src' must be a string, got 7 (int)"]),
+])
+def test_json_full_form_layer_errors(tmp_path, field, value, parts):
+    d = get_config("zynqnet-tiny").to_dict()
+    assert d["layers"][3]["name"] == "f2/e3"
+    if value is None:
+        del d["layers"][3][field]
+    else:
+        d["layers"][3][field] = value
+    e = _config_error(tmp_path, d, *parts)
+    assert e.where.startswith("layers[3]")
+
+
+@pytest.mark.parametrize("edit,parts", [
+    (lambda d: d.pop("num_classes"), ["missing field 'num_classes'", "required: name, input_size, in_channels"]),
+    (lambda d: d.update(layer=[]), ["unknown field 'layer'", "layers"]),
+    (lambda d: d.update(input_size="16"), ["field 'input_size' must be an integer, got \"16\" (str)"]),
+    (lambda d: d.update(layers={"c1": {}}), ["field 'layers' must be a list"]),
+    (lambda d: d.update(class_names=["a", "b"]), ["field 'class_names' has 2 names for num_classes 10"]),
+    (lambda d: d.update(class_names=[1, 2]), ["field 'class_names' must be a list of strings"]),
+    (lambda d: d["layers"].__setitem__(1, ["c1"]), ["layers[1]: layers[1] must be a JSON object, not list"]),
+    (lambda d: d.update(stem=8), ["has both 'layers' (full form) and 'stem'/'fires' (compact form)"]),
+    (lambda d: d.pop("layers"), ["needs 'layers' (full form) or 'stem' and 'fires' (compact form)"]),
+])
+def test_json_full_form_top_level_errors(tmp_path, edit, parts):
+    d = get_config("zynqnet-tiny").to_dict()
+    edit(d)
+    _config_error(tmp_path, d, *parts)
+
+
+COMPACT = {"name": "mine", "input_size": 32, "in_channels": 1, "num_classes": 10, "stem": 16,
+           "fires": [{"squeeze": 8, "expand1": 16, "expand3": 16, "downsample": True},
+                     {"squeeze": 8, "expand1": 16, "expand3": 16}]}
+
+
+@pytest.mark.parametrize("edit,parts", [
+    (lambda d: d["fires"][1].pop("expand3"), ["fires[1]: missing field 'expand3'",
+                                              "required: squeeze, expand1, expand3"]),
+    (lambda d: d["fires"][0].update(expand5=4), ["fires[0]: unknown field 'expand5'", "downsample"]),
+    (lambda d: d["fires"][0].update(downsample="yes"), ["fires[0]: field 'downsample' must be true or false"]),
+    (lambda d: d.update(stem=-1), ["field 'stem' must be >= 1, got -1"]),
+    (lambda d: d.update(head_splits=2.5), ["field 'head_splits' must be an integer, got 2.5 (float)"]),
+    (lambda d: d.update(head_channel=16), ["unknown field 'head_channel'", "head_channels"]),
+    (lambda d: d.pop("stem"), ["missing field 'stem'"]),
+    (lambda d: d.update(fires=None), ["field 'fires' must be a list, got null"]),
+])
+def test_json_compact_form_errors(tmp_path, edit, parts):
+    d = json.loads(json.dumps(COMPACT))
+    assert validate_config(json.loads(json.dumps(COMPACT)), "x") == "compact"
+    edit(d)
+    _config_error(tmp_path, d, *parts)
+
+
+def test_json_schema_accepts_both_forms_and_optional_fields(tmp_path):
+    d = dict(COMPACT, head_channels=None, head_splits=1, act_bits=6, class_names=[f"c{i}" for i in range(10)])
+    p = tmp_path / "ok.json"
+    p.write_text(json.dumps(d))
+    cfg = get_config(str(p))
+    assert cfg.act_bits == 6 and cfg.layers[-1].cout == 10
+    assert validate_config(cfg.to_dict()) == "full"
+    full = cfg.to_dict()
+    for layer in full["layers"]:                       # the defaults may be left out
+        for key in ("k", "stride", "relu", "dst_offset", "kind"):
+            if layer[key] == CONFIG_DEFAULTS[key]:
+                del layer[key]
+    p.write_text(json.dumps(full))
+    assert get_config(str(p)) == cfg
+
+
+CONFIG_DEFAULTS = {"k": 1, "stride": 1, "relu": True, "dst_offset": 0, "kind": "conv"}
+
+
+def test_json_not_json_names_line(tmp_path):
+    p = tmp_path / "bad.json"
+    p.write_text('{"name": "x",\n  "input_size": 16,,\n}')
+    with pytest.raises(ConfigError, match=r"not JSON \(line 2, column 20") as e:
+        get_config(str(p))
+    assert str(e.value).startswith(f"{p}: not a valid network config")
+    p.write_text("[1, 2]")
+    with pytest.raises(ConfigError, match="a network config is a JSON object, not list"):
+        get_config(str(p))
+
+
+def test_config_schema_is_documented():
+    """docs/config-schema.md lists every field of both forms, of a layer and of a fire
+    module, with its type and whether it is required."""
+    from zynqflow.spec.paths import REPO
+
+    doc = (REPO / "docs" / "config-schema.md").read_text()
+    for part, schema in CONFIG_SCHEMA.items():
+        for field, (typ, required, _) in schema.items():
+            row = next((l for l in doc.splitlines() if l.startswith(f"| `{field}` ")), None)
+            assert row is not None, f"{part}.{field} not documented"
+            assert typ.split("[")[0].split("|")[0] in row, (field, typ, row)
+            assert ("yes" in row) == required or part in ("full", "compact"), (field, row)

@@ -1,0 +1,362 @@
+// Unit test of axi_mem.h: this program is the AXI4 master, cycle by cycle, on the
+// model's signal struct. Built and run by tests/test_rtl_fast.py (g++ -O1), which
+// also checks the measured values it prints as one JSON object on stdout.
+// Exit status: 0 when every check passed, 1 otherwise (the failures are listed).
+#include <cstdio>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "axi_mem.h"
+
+using namespace zq;
+
+static std::vector<std::string> failures;
+static std::vector<std::pair<std::string, long long>> values;
+
+#define CHECK(cond, ...)                                                     \
+    do {                                                                     \
+        if (!(cond)) {                                                       \
+            char b_[256];                                                    \
+            std::snprintf(b_, sizeof b_, __VA_ARGS__);                       \
+            failures.push_back(std::string(__func__) + ": " + b_);           \
+        }                                                                    \
+    } while (0)
+
+static void record(const std::string& k, long long v) { values.emplace_back(k, v); }
+
+// One master on one memory: step() runs a clock cycle with the master's inputs
+// set by `drive` (which sees the slave's outputs of the cycle) and returns the
+// handshakes of that cycle.
+struct Bench {
+    AxiMem mem;
+    AxiSignals s{};
+    long long cycle = 0;
+    bool r_waiting = false;          // R beat shown without RREADY last cycle
+    uint64_t r_prev_data = 0;
+    uint8_t r_prev_last = 0;
+
+    explicit Bench(const AxiMemConfig& c) : mem(c) {}
+
+    struct Hs { bool ar, r, aw, w, b; uint64_t rdata; uint8_t rresp, rlast, rid, bresp, bid; };
+
+    Hs step(const std::function<void(AxiSignals&)>& drive) {
+        mem.drive(s);
+        drive(s);
+        Hs h{};
+        h.ar = s.arvalid && s.arready;
+        h.r = s.rvalid && s.rready;
+        h.aw = s.awvalid && s.awready;
+        h.w = s.wvalid && s.wready;
+        h.b = s.bvalid && s.bready;
+        h.rdata = s.rdata; h.rresp = s.rresp; h.rlast = s.rlast; h.rid = s.rid;
+        h.bresp = s.bresp; h.bid = s.bid;
+        // AXI rule for the slave: RVALID stays, with the same beat, until RREADY
+        if (r_waiting)
+            CHECK(s.rvalid && s.rdata == r_prev_data && s.rlast == r_prev_last,
+                  "cycle %lld: RVALID withdrawn or R beat changed before RREADY", cycle);
+        r_waiting = s.rvalid && !s.rready;
+        r_prev_data = s.rdata;
+        r_prev_last = s.rlast;
+        mem.tick(s);
+        cycle++;
+        return h;
+    }
+};
+
+static AxiMemConfig cfg(uint32_t lr = 32, uint32_t lw = 16, uint32_t nr = 8, uint32_t nw = 8) {
+    AxiMemConfig c = axi_mem_defaults();
+    c.size = 1 << 20;
+    c.read_latency = lr;
+    c.write_latency = lw;
+    c.max_reads = nr;
+    c.max_writes = nw;
+    return c;
+}
+
+static uint64_t pattern(uint64_t addr) { return addr * 0x9E3779B97F4A7C15ull + 0x1234; }
+
+static void fill(AxiMem& m, uint64_t base, uint64_t bytes) {
+    for (uint64_t a = base; a < base + bytes; a += 8) {
+        uint64_t v = pattern(a);
+        m.host_write(a, &v, 8);
+    }
+}
+
+// A read burst of `beats` at `addr`: AR in cycle 0, then RREADY high.
+static void test_read_latency_and_rlast() {
+    Bench t(cfg(32));
+    fill(t.mem, 0x1000, 256);
+    long long ar_cycle = -1, first = -1, last_cycle = -1;
+    int beats = 0, lasts = 0;
+    bool arv = true;
+    while (t.cycle < 200) {
+        auto h = t.step([&](AxiSignals& s) {
+            s.arvalid = arv; s.araddr = 0x1040; s.arlen = 7; s.arsize = 3; s.arburst = 1; s.arid = 1;
+            s.rready = 1;
+        });
+        if (h.ar) { ar_cycle = t.cycle - 1; arv = false; }
+        if (h.r) {
+            if (first < 0) first = t.cycle - 1;
+            CHECK(h.rdata == pattern(0x1040 + 8ull * beats), "beat %d data", beats);
+            CHECK(h.rresp == AXI_OKAY && h.rid == 1, "beat %d resp %u id %u", beats, h.rresp, h.rid);
+            lasts += h.rlast;
+            CHECK(h.rlast == (beats == 7), "RLAST on beat %d", beats);
+            beats++;
+            last_cycle = t.cycle - 1;
+        }
+    }
+    record("read_ar_cycle", ar_cycle);
+    record("read_first_beat_latency", first - ar_cycle);
+    record("read_burst_cycles", last_cycle - first + 1);
+    record("read_beats", beats);
+    CHECK(ar_cycle == 0, "AR handshake in cycle %lld, expected 0", ar_cycle);
+    CHECK(first - ar_cycle == 32, "first R beat %lld cycles after AR, expected 32", first - ar_cycle);
+    CHECK(beats == 8 && lasts == 1 && last_cycle - first == 7, "%d beats, %d RLAST, %lld cycles", beats, lasts,
+          last_cycle - first + 1);
+    CHECK(t.mem.stats().bytes_read == 64 && t.mem.stats().read_bursts == 1, "stats %llu bytes",
+          (unsigned long long)t.mem.stats().bytes_read);
+}
+
+// 12 bursts issued back to back with N_r = 8: in order, and the 9th AR waits for a burst to finish.
+static void test_read_outstanding_and_order() {
+    Bench t(cfg(20, 16, 8));
+    fill(t.mem, 0, 4096);
+    int issued = 0, got_beats = 0;
+    std::vector<long long> ar_cycles, last_beat_cycles;
+    bool order_ok = true;
+    while (t.cycle < 400) {
+        auto h = t.step([&](AxiSignals& s) {
+            s.arvalid = issued < 12; s.araddr = 0x100 * issued; s.arlen = 3; s.arsize = 3; s.arburst = 1;
+            s.arid = issued & 1; s.rready = 1;
+        });
+        if (h.ar) { ar_cycles.push_back(t.cycle - 1); issued++; }
+        if (h.r) {
+            int burst = got_beats / 4, beat = got_beats % 4;
+            if (h.rdata != pattern(0x100ull * burst + 8 * beat) || h.rid != (burst & 1)) order_ok = false;
+            if (h.rlast) last_beat_cycles.push_back(t.cycle - 1);
+            got_beats++;
+        }
+    }
+    CHECK(issued == 12 && got_beats == 48, "%d bursts issued, %d beats", issued, got_beats);
+    CHECK(order_ok, "bursts not answered in order with their data and IDs");
+    record("read_max_outstanding", (long long)t.mem.stats().max_reads_outstanding);
+    CHECK(t.mem.stats().max_reads_outstanding == 8, "max outstanding %llu",
+          (unsigned long long)t.mem.stats().max_reads_outstanding);
+    if (ar_cycles.size() == 12 && last_beat_cycles.size() == 12) {
+        CHECK(ar_cycles[7] == 7, "8th AR in cycle %lld", ar_cycles[7]);
+        // the 9th AR is accepted the cycle after the 1st burst's last beat is taken
+        record("ar9_after_first_burst_done", ar_cycles[8] - last_beat_cycles[0]);
+        CHECK(ar_cycles[8] == last_beat_cycles[0] + 1, "9th AR in cycle %lld, first burst done in %lld",
+              ar_cycles[8], last_beat_cycles[0]);
+        // pipelined bursts: beats back to back once the latency is covered
+        CHECK(last_beat_cycles[1] == last_beat_cycles[0] + 4, "burst 2 not back to back");
+    }
+}
+
+// A 4-beat write with partial strobes: B comes L_w cycles after the WLAST handshake.
+static void test_write_and_bresp() {
+    Bench t(cfg(32, 16));
+    fill(t.mem, 0x2000, 64);
+    int wbeat = 0;
+    bool awv = true, bready = true;
+    long long wlast_cycle = -1, b_cycle = -1;
+    uint8_t bresp = 9, bid = 9;
+    while (t.cycle < 100) {
+        auto h = t.step([&](AxiSignals& s) {
+            s.awvalid = awv; s.awaddr = 0x2000; s.awlen = 3; s.awsize = 3; s.awburst = 1; s.awid = 1;
+            s.wvalid = wbeat < 4; s.wdata = 0x1111111111111111ull * (wbeat + 1); s.wstrb = wbeat == 2 ? 0x0F : 0xFF;
+            s.wlast = wbeat == 3; s.bready = bready;
+        });
+        if (h.aw) awv = false;
+        if (h.w) { if (wbeat == 3) wlast_cycle = t.cycle - 1; wbeat++; }
+        if (h.b) { b_cycle = t.cycle - 1; bresp = h.bresp; bid = h.bid; bready = false; }
+    }
+    record("write_b_latency", b_cycle - wlast_cycle);
+    CHECK(b_cycle - wlast_cycle == 16, "BVALID %lld cycles after WLAST, expected 16", b_cycle - wlast_cycle);
+    CHECK(bresp == AXI_OKAY && bid == 1, "BRESP %u BID %u", bresp, bid);
+    uint64_t v[4];
+    t.mem.host_read(0x2000, v, 32);
+    CHECK(v[0] == 0x1111111111111111ull && v[1] == 0x2222222222222222ull && v[3] == 0x4444444444444444ull,
+          "written data");
+    uint64_t keep = (pattern(0x2010) & 0xFFFFFFFF00000000ull) | 0x33333333ull;
+    CHECK(v[2] == keep, "WSTRB 0x0F: got %016llx expected %016llx", (unsigned long long)v[2],
+          (unsigned long long)keep);
+    CHECK(t.mem.stats().bytes_written == 28 && t.mem.stats().write_bursts == 1, "stats: %llu bytes written",
+          (unsigned long long)t.mem.stats().bytes_written);
+}
+
+// W beats before their AW, and the N_w limit with BREADY held low.
+static void test_write_outstanding_and_w_first() {
+    Bench t(cfg(32, 4, 8, 8));
+    int aws = 0, ws = 0, bs = 0;
+    long long ninth_aw = -1, first_b = -1;
+    while (t.cycle < 300) {
+        bool bready = t.cycle >= 100;
+        auto h = t.step([&](AxiSignals& s) {
+            // W runs 3 beats ahead of AW: AW of burst i only once its data are on the way
+            s.awvalid = aws < 10 && ws >= aws * 2 + 2; s.awaddr = 0x3000 + 16 * aws; s.awlen = 1; s.awsize = 3;
+            s.awburst = 1; s.awid = 0;
+            s.wvalid = ws < 20; s.wdata = 0xA0 + ws; s.wstrb = 0xFF; s.wlast = ws & 1;
+            s.bready = bready;
+        });
+        if (h.aw) { if (aws == 8) ninth_aw = t.cycle - 1; aws++; }
+        if (h.w) ws++;
+        if (h.b) { if (bs == 0) first_b = t.cycle - 1; bs++; }
+    }
+    CHECK(aws == 10 && ws == 20 && bs == 10, "%d AW, %d W, %d B", aws, ws, bs);
+    record("write_max_outstanding", (long long)t.mem.stats().max_writes_outstanding);
+    CHECK(t.mem.stats().max_writes_outstanding == 8, "max writes outstanding %llu",
+          (unsigned long long)t.mem.stats().max_writes_outstanding);
+    CHECK(first_b == 100 && ninth_aw == 101, "first B in %lld, 9th AW in %lld (expected 100, 101)", first_b,
+          ninth_aw);
+    bool ok = true;
+    for (int i = 0; i < 20; ++i) {
+        uint64_t v;
+        t.mem.host_read(0x3000 + 8 * i, &v, 8);
+        ok &= v == uint64_t(0xA0 + i);
+    }
+    CHECK(ok, "data written before its AW landed at the wrong place");
+    CHECK(t.mem.stats().protocol_errors == 0, "%llu protocol errors", (unsigned long long)t.mem.stats().protocol_errors);
+}
+
+// Beats beyond the memory answer DECERR; an error range answers SLVERR; neither is written.
+static void test_error_responses() {
+    AxiMemConfig c = cfg(8, 4);
+    c.size = 0xFF10;   // not a page multiple: the last two beats of a 4-beat burst at 0xFF00 are outside
+    Bench t(c);
+    t.mem.set_error_range(0x8000, 0x8100, true, true);
+    fill(t.mem, 0xFF00, 0x10);
+    std::vector<uint8_t> rresp;
+    std::vector<uint8_t> bresp;
+    int phase = 0, wb = 0;
+    while (t.cycle < 200) {
+        auto h = t.step([&](AxiSignals& s) {
+            s.arvalid = phase == 0 || phase == 1;
+            s.araddr = phase == 0 ? 0xFF00 : 0x80F8;   // 2 good + 2 out of range; 1 SLVERR + 1 good
+            s.arlen = phase == 0 ? 3 : 1; s.arsize = 3; s.arburst = 1; s.rready = 1;
+            s.awvalid = phase == 2 || phase == 3; s.awaddr = phase == 2 ? 0xFF08 : 0x8000; s.awlen = 1;
+            s.awsize = 3; s.awburst = 1;
+            s.wvalid = wb < 4; s.wdata = 0x5555555555555555ull; s.wstrb = 0xFF; s.wlast = wb & 1; s.bready = 1;
+        });
+        if (h.ar) phase++;
+        if (h.r) rresp.push_back(h.rresp);
+        if (h.aw) phase++;
+        if (h.w) wb++;
+        if (h.b) bresp.push_back(h.bresp);
+    }
+    std::vector<uint8_t> want_r = {0, 0, 3, 3, 2, 0};
+    CHECK(rresp == want_r, "RRESP sequence wrong (%zu beats)", rresp.size());
+    CHECK(bresp.size() == 2 && bresp[0] == AXI_DECERR && bresp[1] == AXI_SLVERR, "BRESP %u %u",
+          bresp.size() > 0 ? bresp[0] : 9, bresp.size() > 1 ? bresp[1] : 9);
+    uint64_t v;
+    t.mem.host_read(0xFF08, &v, 8);
+    CHECK(v == 0x5555555555555555ull, "in-range beat of the DECERR burst not written");
+    t.mem.host_read(0x8000, &v, 8);
+    CHECK(v == 0, "SLVERR beat written");
+    record("decerr", (long long)t.mem.stats().decerr);
+    record("slverr", (long long)t.mem.stats().slverr);
+    CHECK(t.mem.stats().decerr == 3 && t.mem.stats().slverr == 2, "counters decerr %llu slverr %llu",
+          (unsigned long long)t.mem.stats().decerr, (unsigned long long)t.mem.stats().slverr);
+    CHECK(t.mem.stats().protocol_errors == 0, "protocol errors %llu", (unsigned long long)t.mem.stats().protocol_errors);
+}
+
+// A burst across a 4 KiB boundary, a wrong WLAST, a wrong size, a withdrawn ARVALID: protocol errors.
+static void test_protocol_checks() {
+    Bench t(cfg(4, 4));
+    int step = 0, wb = 0;
+    while (t.cycle < 60) {
+        auto h = t.step([&](AxiSignals& s) {
+            s.arvalid = step == 0 || step == 1; s.araddr = step == 0 ? 0x0FF8 : 0x2000; s.arlen = 1;
+            s.arsize = step == 0 ? 3 : 2; s.arburst = 1; s.rready = 1;
+            s.awvalid = step == 2; s.awaddr = 0x100; s.awlen = 2; s.awsize = 3; s.awburst = 1;
+            s.wvalid = wb < 3; s.wdata = 1; s.wstrb = 0xFF; s.wlast = wb == 1;   // WLAST on beat 2 of 3
+            s.bready = 1;
+        });
+        if (h.ar || h.aw) step++;
+        if (h.w) wb++;
+    }
+    const auto& m = t.mem.messages();
+    record("protocol_errors", (long long)t.mem.stats().protocol_errors);
+    bool k4 = false, size = false, wlast = false;
+    for (auto& s : m) {
+        k4 |= s.find("crosses a 4 KiB boundary") != std::string::npos && s.find("0x00000ff8") != std::string::npos;
+        size |= s.find("ARSIZE 2") != std::string::npos;
+        wlast |= s.find("WLAST") != std::string::npos;
+    }
+    CHECK(k4 && size && wlast, "messages: 4K %d size %d wlast %d", k4, size, wlast);
+    // WLAST set on beat 2 of 3 and missing on beat 3: two errors, plus 4K and size
+    CHECK(t.mem.stats().protocol_errors == 4, "%llu protocol errors, expected 4",
+          (unsigned long long)t.mem.stats().protocol_errors);
+    // the AXI stability rule: ARVALID withdrawn before ARREADY
+    AxiMemConfig c = cfg(4, 4, 1, 1);
+    Bench u(c);
+    while (u.cycle < 20) {
+        u.step([&](AxiSignals& s) {
+            s.arvalid = u.cycle <= 12;   // the 2nd AR waits (N_r = 1, RREADY low), then vanishes
+            s.araddr = u.cycle < 1 ? 0 : 0x40; s.arlen = 0; s.arsize = 3; s.arburst = 1; s.rready = 0;
+        });
+    }
+    bool withdrawn = false;
+    for (auto& s : u.mem.messages()) withdrawn |= s.find("ARVALID withdrawn") != std::string::npos;
+    CHECK(withdrawn, "ARVALID withdrawn before ARREADY not reported");
+}
+
+// Random RVALID / AWREADY / WREADY gaps and random RREADY: same data, more cycles.
+static void test_random_gaps() {
+    long long cycles[2] = {0, 0};
+    uint64_t sum[2] = {0, 0};
+    for (int g = 0; g < 2; ++g) {
+        AxiMemConfig c = cfg(10, 5);
+        if (g) { c.r_gap_p16 = 30000; c.aw_gap_p16 = 30000; c.w_gap_p16 = 30000; c.seed = 77; }
+        Bench t(c);
+        fill(t.mem, 0, 8192);
+        Lfsr master(5);
+        int ars = 0, beats = 0, aws = 0, ws = 0, bs = 0;
+        while (beats < 256 || bs < 8) {
+            bool rr = g ? !master.stall(20000) : true;
+            auto h = t.step([&](AxiSignals& s) {
+                s.arvalid = ars < 16; s.araddr = 0x80 * ars; s.arlen = 15; s.arsize = 3; s.arburst = 1; s.rready = rr;
+                s.awvalid = aws < 8; s.awaddr = 0x1000 + 0x80 * aws; s.awlen = 15; s.awsize = 3; s.awburst = 1;
+                s.wvalid = ws < 128; s.wdata = ws; s.wstrb = 0xFF; s.wlast = (ws & 15) == 15; s.bready = 1;
+            });
+            if (h.ar) ars++;
+            if (h.r) { sum[g] += h.rdata * (beats + 1); beats++; }
+            if (h.aw) aws++;
+            if (h.w) ws++;
+            if (h.b) bs++;
+            if (t.cycle > 100000) break;
+        }
+        cycles[g] = t.cycle;
+        CHECK(beats == 256 && bs == 8, "gaps=%d: %d beats %d B", g, beats, bs);
+        CHECK(t.mem.stats().protocol_errors == 0, "gaps=%d: protocol errors", g);
+        uint64_t v;
+        t.mem.host_read(0x1000 + 8 * 100, &v, 8);
+        CHECK(v == 100, "gaps=%d: write data", g);
+    }
+    record("cycles_no_gaps", cycles[0]);
+    record("cycles_gaps", cycles[1]);
+    CHECK(sum[0] == sum[1], "read data differ with gaps");
+    CHECK(cycles[1] > cycles[0] * 5 / 4, "gaps did not slow the transfers (%lld vs %lld)", cycles[1], cycles[0]);
+}
+
+int main() {
+    test_read_latency_and_rlast();
+    test_read_outstanding_and_order();
+    test_write_and_bresp();
+    test_write_outstanding_and_w_first();
+    test_error_responses();
+    test_protocol_checks();
+    test_random_gaps();
+    std::printf("{\"values\": {");
+    for (size_t i = 0; i < values.size(); ++i)
+        std::printf("%s\"%s\": %lld", i ? ", " : "", values[i].first.c_str(), values[i].second);
+    std::printf("}, \"failures\": [");
+    for (size_t i = 0; i < failures.size(); ++i) {
+        std::string f;
+        for (char ch : failures[i]) f += ch == '"' ? '\'' : ch;
+        std::printf("%s\"%s\"", i ? ", " : "", f.c_str());
+    }
+    std::printf("]}\n");
+    return failures.empty() ? 0 : 1;
+}

@@ -1,0 +1,292 @@
+// zq_maxi_echo: a small test DUT with the port list of the DDR-streaming zq_top
+// (s_axis_in, m_axis_out, s_axi_control, interrupt, and the AXI4 masters
+// m_axi_wts / m_axi_act in Vitis naming, 64-bit data, 32-bit addresses, 1-bit IDs).
+// tests/test_rtl_fast.py builds the harness on it with ZQ_MAXI=1 to exercise the
+// memory models through a real Verilator model. Per frame (ap_ctrl_hs, auto_restart):
+//   1. take IN_BEATS input beats (32-bit) into a buffer;
+//   2. write them to the act base over m_axi_act: bursts of up to 16 beats, two
+//      input words per 64-bit beat (word 2i in the low half), one burst at a time;
+//   3. read N_CLASSES words back from the act base and N_CLASSES words from the
+//      wts base (one burst on each port, both in flight at once);
+//   4. answer N_CLASSES beats, out[c] = act[c] + wts[c] (mod 2^32), TLAST on the last.
+// Registers (8-bit addresses; the test hands this map to the harness):
+//   0x00 AP_CTRL  bit0 ap_start, bit2 ap_idle, bit7 auto_restart
+//   0x10/0x14 wts base (low/high word), 0x1C/0x20 act base (low/high word)
+//   0x28 status   bit2: a read answered SLVERR/DECERR, bit3: a write did (last frame)
+//   0x38 frames_done, 0x80 cycles_last (first input beat .. last output beat, both included)
+`include "rtl_params.svh"
+`default_nettype none
+
+// The ports of one AXI4 master in Vitis naming (64-bit data, 32-bit addresses, 1-bit IDs).
+`define ZQ_MAXI_PORTS(P) \
+    output wire         m_axi_``P``_AWVALID,  input wire m_axi_``P``_AWREADY, \
+    output wire  [31:0] m_axi_``P``_AWADDR,   output wire [0:0] m_axi_``P``_AWID, \
+    output wire  [7:0]  m_axi_``P``_AWLEN,    output wire [2:0] m_axi_``P``_AWSIZE, \
+    output wire  [1:0]  m_axi_``P``_AWBURST,  output wire [1:0] m_axi_``P``_AWLOCK, \
+    output wire  [3:0]  m_axi_``P``_AWCACHE,  output wire [2:0] m_axi_``P``_AWPROT, \
+    output wire  [3:0]  m_axi_``P``_AWQOS,    output wire [3:0] m_axi_``P``_AWREGION, \
+    output wire  [0:0]  m_axi_``P``_AWUSER, \
+    output wire         m_axi_``P``_WVALID,   input wire m_axi_``P``_WREADY, \
+    output wire  [63:0] m_axi_``P``_WDATA,    output wire [7:0] m_axi_``P``_WSTRB, \
+    output wire         m_axi_``P``_WLAST,    output wire [0:0] m_axi_``P``_WID, \
+    output wire  [0:0]  m_axi_``P``_WUSER, \
+    output wire         m_axi_``P``_ARVALID,  input wire m_axi_``P``_ARREADY, \
+    output wire  [31:0] m_axi_``P``_ARADDR,   output wire [0:0] m_axi_``P``_ARID, \
+    output wire  [7:0]  m_axi_``P``_ARLEN,    output wire [2:0] m_axi_``P``_ARSIZE, \
+    output wire  [1:0]  m_axi_``P``_ARBURST,  output wire [1:0] m_axi_``P``_ARLOCK, \
+    output wire  [3:0]  m_axi_``P``_ARCACHE,  output wire [2:0] m_axi_``P``_ARPROT, \
+    output wire  [3:0]  m_axi_``P``_ARQOS,    output wire [3:0] m_axi_``P``_ARREGION, \
+    output wire  [0:0]  m_axi_``P``_ARUSER, \
+    input  wire         m_axi_``P``_RVALID,   output wire m_axi_``P``_RREADY, \
+    input  wire  [63:0] m_axi_``P``_RDATA,    input wire m_axi_``P``_RLAST, \
+    input  wire  [0:0]  m_axi_``P``_RID,      input wire [0:0] m_axi_``P``_RUSER, \
+    input  wire  [1:0]  m_axi_``P``_RRESP, \
+    input  wire         m_axi_``P``_BVALID,   output wire m_axi_``P``_BREADY, \
+    input  wire  [1:0]  m_axi_``P``_BRESP,    input wire [0:0] m_axi_``P``_BID, \
+    input  wire  [0:0]  m_axi_``P``_BUSER
+
+// Constant attributes: INCR bursts of 8-byte beats, ID 0, AxCACHE 0b0011 (normal non-cacheable bufferable).
+`define ZQ_MAXI_ATTRS(P) \
+    assign m_axi_``P``_AWID = 1'b0;   assign m_axi_``P``_ARID = 1'b0;   assign m_axi_``P``_WID = 1'b0; \
+    assign m_axi_``P``_AWSIZE = 3'd3; assign m_axi_``P``_ARSIZE = 3'd3; \
+    assign m_axi_``P``_AWBURST = 2'd1; assign m_axi_``P``_ARBURST = 2'd1; \
+    assign m_axi_``P``_AWLOCK = '0; assign m_axi_``P``_AWCACHE = 4'd3; assign m_axi_``P``_AWPROT = '0; \
+    assign m_axi_``P``_AWQOS = '0;  assign m_axi_``P``_AWREGION = '0;  assign m_axi_``P``_AWUSER = '0; \
+    assign m_axi_``P``_ARLOCK = '0; assign m_axi_``P``_ARCACHE = 4'd3; assign m_axi_``P``_ARPROT = '0; \
+    assign m_axi_``P``_ARQOS = '0;  assign m_axi_``P``_ARREGION = '0;  assign m_axi_``P``_ARUSER = '0; \
+    assign m_axi_``P``_WUSER = '0;
+
+module zq_maxi_echo #(
+    parameter IN_BEATS  = (`ZQ_IN_BYTES + 3) / 4,
+    parameter N_CLASSES = `ZQ_N_CLASSES
+) (
+    input  wire         ap_clk,
+    input  wire         ap_rst_n,
+
+    input  wire  [31:0] s_axis_in_TDATA,
+    input  wire         s_axis_in_TVALID,
+    output wire         s_axis_in_TREADY,
+    input  wire  [3:0]  s_axis_in_TKEEP,
+    input  wire  [3:0]  s_axis_in_TSTRB,
+    input  wire  [0:0]  s_axis_in_TLAST,
+
+    output wire  [31:0] m_axis_out_TDATA,
+    output wire         m_axis_out_TVALID,
+    input  wire         m_axis_out_TREADY,
+    output wire  [3:0]  m_axis_out_TKEEP,
+    output wire  [3:0]  m_axis_out_TSTRB,
+    output wire  [0:0]  m_axis_out_TLAST,
+
+    input  wire  [7:0]  s_axi_control_AWADDR,
+    input  wire         s_axi_control_AWVALID,
+    output wire         s_axi_control_AWREADY,
+    input  wire  [31:0] s_axi_control_WDATA,
+    input  wire  [3:0]  s_axi_control_WSTRB,
+    input  wire         s_axi_control_WVALID,
+    output wire         s_axi_control_WREADY,
+    output wire  [1:0]  s_axi_control_BRESP,
+    output logic        s_axi_control_BVALID,
+    input  wire         s_axi_control_BREADY,
+    input  wire  [7:0]  s_axi_control_ARADDR,
+    input  wire         s_axi_control_ARVALID,
+    output wire         s_axi_control_ARREADY,
+    output logic [31:0] s_axi_control_RDATA,
+    output wire  [1:0]  s_axi_control_RRESP,
+    output logic        s_axi_control_RVALID,
+    input  wire         s_axi_control_RREADY,
+
+    output wire         interrupt,
+
+    // m_axi_wts: weight image (reads only; AW/W/B stay idle); m_axi_act: activation scratch
+    `ZQ_MAXI_PORTS(wts),
+    `ZQ_MAXI_PORTS(act)
+);
+    localparam WBEATS = IN_BEATS / 2;              // 64-bit beats of a frame
+    localparam RBEATS = (N_CLASSES + 1) / 2;       // 64-bit beats read back per port
+    localparam IB_W   = $clog2(IN_BEATS + 1);
+    localparam CL_W   = $clog2(N_CLASSES + 1);
+    wire rst = !ap_rst_n;
+
+    // ---------------------------------------------------------------- registers
+    logic        ap_start, auto_restart;
+    logic [63:0] wts_base, act_base;
+    logic [31:0] status, frames_done, cycles_last;
+    logic        aw_ok, w_ok;
+    logic [7:0]  waddr;
+    logic [31:0] wdata;
+    logic        frame_done;   // pulse: last output beat accepted
+    logic        idle;
+
+    assign s_axi_control_AWREADY = !aw_ok;
+    assign s_axi_control_WREADY  = !w_ok;
+    assign s_axi_control_BRESP   = 2'b00;
+    assign s_axi_control_ARREADY = !s_axi_control_RVALID;
+    assign s_axi_control_RRESP   = 2'b00;
+    assign interrupt = 1'b0;
+
+    always_ff @(posedge ap_clk) begin
+        if (rst) begin
+            aw_ok <= 1'b0; w_ok <= 1'b0; s_axi_control_BVALID <= 1'b0; s_axi_control_RVALID <= 1'b0;
+            ap_start <= 1'b0; auto_restart <= 1'b0; wts_base <= '0; act_base <= '0;
+        end else begin
+            if (s_axi_control_AWVALID && !aw_ok) begin aw_ok <= 1'b1; waddr <= s_axi_control_AWADDR; end
+            if (s_axi_control_WVALID && !w_ok) begin w_ok <= 1'b1; wdata <= s_axi_control_WDATA; end
+            if (s_axi_control_BVALID && s_axi_control_BREADY) s_axi_control_BVALID <= 1'b0;
+            if (aw_ok && w_ok && !s_axi_control_BVALID) begin
+                aw_ok <= 1'b0; w_ok <= 1'b0; s_axi_control_BVALID <= 1'b1;
+                case (waddr)
+                    8'h00: begin ap_start <= wdata[0]; auto_restart <= wdata[7]; end
+                    8'h10: wts_base[31:0]  <= wdata;
+                    8'h14: wts_base[63:32] <= wdata;
+                    8'h1C: act_base[31:0]  <= wdata;
+                    8'h20: act_base[63:32] <= wdata;
+                    default: ;
+                endcase
+            end else if (frame_done && !auto_restart) begin
+                ap_start <= 1'b0;
+            end
+            if (s_axi_control_RVALID && s_axi_control_RREADY) s_axi_control_RVALID <= 1'b0;
+            if (s_axi_control_ARVALID && !s_axi_control_RVALID) begin
+                s_axi_control_RVALID <= 1'b1;
+                case (s_axi_control_ARADDR)
+                    8'h00: s_axi_control_RDATA <= {24'd0, auto_restart, 4'd0, idle, 1'b0, ap_start};
+                    8'h10: s_axi_control_RDATA <= wts_base[31:0];
+                    8'h14: s_axi_control_RDATA <= wts_base[63:32];
+                    8'h1C: s_axi_control_RDATA <= act_base[31:0];
+                    8'h20: s_axi_control_RDATA <= act_base[63:32];
+                    8'h28: s_axi_control_RDATA <= status;
+                    8'h38: s_axi_control_RDATA <= frames_done;
+                    8'h80: s_axi_control_RDATA <= cycles_last;
+                    default: s_axi_control_RDATA <= 32'd0;
+                endcase
+            end
+        end
+    end
+
+    // ---------------------------------------------------------------- frame engine
+    typedef enum logic [2:0] {S_IDLE, S_LOAD, S_AW, S_W, S_B, S_AR, S_R, S_OUT} state_t;
+    state_t state;
+    logic [31:0] buffer [0:IN_BEATS-1];
+    logic [31:0] act_rd [0:2*RBEATS-1];
+    logic [31:0] wts_rd [0:2*RBEATS-1];
+    logic [IB_W-1:0] n_in;
+    logic [IB_W-1:0] wbeat;          // 64-bit beats written so far
+    logic [4:0]      bbeat;          // beat within the current write burst
+    logic [4:0]      blen;           // beats of the current write burst
+    logic [CL_W-1:0] ract, rwts, ocls;
+    logic            ar_act_done, ar_wts_done;
+    logic            rd_err, wr_err;
+    logic [31:0]     cnt;
+    logic            counting;
+
+    assign idle = state == S_IDLE && !ap_start;
+    assign s_axis_in_TREADY = state == S_LOAD;
+    wire in_fire = s_axis_in_TVALID && s_axis_in_TREADY;
+    wire out_fire = m_axis_out_TVALID && m_axis_out_TREADY;
+    assign frame_done = out_fire && m_axis_out_TLAST[0];
+
+    wire [IB_W-1:0] w_left = IB_W'(WBEATS) - wbeat;
+    wire [4:0]      next_len = (w_left > 16) ? 5'd16 : 5'(w_left);
+
+    always_ff @(posedge ap_clk) begin
+        if (rst) begin
+            state <= S_IDLE; frames_done <= '0; status <= '0; cycles_last <= '0; counting <= 1'b0; cnt <= '0;
+        end else begin
+            if (in_fire && !counting) begin counting <= 1'b1; cnt <= 32'd1; end
+            else if (counting) cnt <= cnt + 32'd1;
+            case (state)
+                S_IDLE: if (ap_start) begin state <= S_LOAD; n_in <= '0; rd_err <= 1'b0; wr_err <= 1'b0; end
+                S_LOAD: if (in_fire) begin
+                    buffer[n_in[IB_W-1:0]] <= s_axis_in_TDATA;
+                    n_in <= n_in + 1'b1;
+                    if (n_in == IB_W'(IN_BEATS - 1)) begin state <= S_AW; wbeat <= '0; end
+                end
+                S_AW: if (m_axi_act_AWREADY) begin state <= S_W; bbeat <= '0; blen <= next_len; end
+                S_W: if (m_axi_act_WREADY) begin
+                    bbeat <= bbeat + 1'b1;
+                    wbeat <= wbeat + 1'b1;
+                    if (bbeat == blen - 1'b1) state <= S_B;
+                end
+                S_B: if (m_axi_act_BVALID) begin
+                    if (m_axi_act_BRESP != 2'b00) wr_err <= 1'b1;
+                    if (wbeat == IB_W'(WBEATS)) begin
+                        state <= S_AR; ar_act_done <= 1'b0; ar_wts_done <= 1'b0; ract <= '0; rwts <= '0;
+                    end else state <= S_AW;
+                end
+                S_AR: begin
+                    if (m_axi_act_ARREADY) ar_act_done <= 1'b1;
+                    if (m_axi_wts_ARREADY) ar_wts_done <= 1'b1;
+                    if ((ar_act_done || m_axi_act_ARREADY) && (ar_wts_done || m_axi_wts_ARREADY)) state <= S_R;
+                end
+                S_R: begin
+                    if (m_axi_act_RVALID && ract < CL_W'(2 * RBEATS)) begin
+                        act_rd[ract] <= m_axi_act_RDATA[31:0];
+                        act_rd[ract + 1'b1] <= m_axi_act_RDATA[63:32];
+                        ract <= ract + 2'd2;
+                        if (m_axi_act_RRESP != 2'b00) rd_err <= 1'b1;
+                    end
+                    if (m_axi_wts_RVALID && rwts < CL_W'(2 * RBEATS)) begin
+                        wts_rd[rwts] <= m_axi_wts_RDATA[31:0];
+                        wts_rd[rwts + 1'b1] <= m_axi_wts_RDATA[63:32];
+                        rwts <= rwts + 2'd2;
+                        if (m_axi_wts_RRESP != 2'b00) rd_err <= 1'b1;
+                    end
+                    if (ract == CL_W'(2 * RBEATS) && rwts == CL_W'(2 * RBEATS)) begin state <= S_OUT; ocls <= '0; end
+                end
+                S_OUT: if (out_fire) begin
+                    ocls <= ocls + 1'b1;
+                    if (m_axis_out_TLAST[0]) begin
+                        state <= S_IDLE;
+                        frames_done <= frames_done + 32'd1;
+                        status <= {28'd0, wr_err, rd_err, 2'b00};
+                        cycles_last <= cnt + 32'd1;
+                        counting <= 1'b0;
+                    end
+                end
+                default: state <= S_IDLE;
+            endcase
+        end
+    end
+
+    assign m_axis_out_TVALID = state == S_OUT;
+    assign m_axis_out_TDATA  = act_rd[ocls] + wts_rd[ocls];
+    assign m_axis_out_TLAST  = ocls == CL_W'(N_CLASSES - 1);
+    assign m_axis_out_TKEEP  = 4'hF;
+    assign m_axis_out_TSTRB  = 4'hF;
+
+    // m_axi_act: writes of the frame, then one read burst
+    assign m_axi_act_AWVALID = state == S_AW;
+    assign m_axi_act_AWADDR  = act_base[31:0] + {wbeat, 3'b000};
+    assign m_axi_act_AWLEN   = {3'd0, next_len - 1'b1};
+    assign m_axi_act_WVALID  = state == S_W;
+    assign m_axi_act_WDATA   = {buffer[{wbeat, 1'b1}], buffer[{wbeat, 1'b0}]};
+    assign m_axi_act_WSTRB   = 8'hFF;
+    assign m_axi_act_WLAST   = bbeat == blen - 1'b1;
+    assign m_axi_act_BREADY  = state == S_B;
+    assign m_axi_act_ARVALID = state == S_AR && !ar_act_done;
+    assign m_axi_act_ARADDR  = act_base[31:0];
+    assign m_axi_act_ARLEN   = 8'(RBEATS - 1);
+    assign m_axi_act_RREADY  = state == S_R;
+    // m_axi_wts: one read burst
+    assign m_axi_wts_ARVALID = state == S_AR && !ar_wts_done;
+    assign m_axi_wts_ARADDR  = wts_base[31:0];
+    assign m_axi_wts_ARLEN   = 8'(RBEATS - 1);
+    assign m_axi_wts_RREADY  = state == S_R;
+    assign m_axi_wts_AWVALID = 1'b0;
+    assign m_axi_wts_AWADDR  = '0;
+    assign m_axi_wts_AWLEN   = '0;
+    assign m_axi_wts_WVALID  = 1'b0;
+    assign m_axi_wts_WDATA   = '0;
+    assign m_axi_wts_WSTRB   = '0;
+    assign m_axi_wts_WLAST   = 1'b0;
+    assign m_axi_wts_BREADY  = 1'b1;
+    `ZQ_MAXI_ATTRS(act)
+    `ZQ_MAXI_ATTRS(wts)
+
+    wire unused_ok = &{1'b0, s_axis_in_TKEEP, s_axis_in_TSTRB, s_axis_in_TLAST, s_axi_control_WSTRB,
+                       m_axi_act_RLAST, m_axi_act_RID, m_axi_act_RUSER, m_axi_act_BID, m_axi_act_BUSER,
+                       m_axi_wts_RLAST, m_axi_wts_RID, m_axi_wts_RUSER, m_axi_wts_BID, m_axi_wts_BUSER,
+                       m_axi_wts_AWREADY, m_axi_wts_WREADY, m_axi_wts_BVALID, m_axi_wts_BRESP};
+endmodule
+
+`default_nettype wire

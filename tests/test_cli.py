@@ -1,0 +1,213 @@
+"""The command line: option values, the default export from any directory,
+--no-download, the XILINX_XRT hint and --preprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from zynqflow.export import fixtures as exports
+from zynqflow.host import Accelerator, BackendError
+from zynqflow.host import cli
+from zynqflow.host import manifest as M
+from zynqflow.host.manifest import REPO, Export
+from zynqflow.host.preprocess import frames_for
+
+
+@pytest.fixture(scope="module")
+def tiny() -> Path:
+    return exports.random_export("zynqnet-tiny", seed=0, vectors=16)
+
+
+@pytest.fixture
+def clean_env(monkeypatch, tmp_path):
+    """No $ZYNQFLOW_EXPORT, an empty user config directory, cwd in an empty directory."""
+    for k in ("ZYNQFLOW_EXPORT", "ZYNQFLOW_CONFIG", "XILINX_XRT"):
+        monkeypatch.delenv(k, raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    work = tmp_path / "elsewhere"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    return tmp_path
+
+
+# ---- option values ------------------------------------------------------------------------
+@pytest.mark.parametrize("args,flag,text", [
+    (["classify", "x.png", "--timeout", "-1"], "--timeout", "must be a time in seconds > 0, got -1"),
+    (["classify", "x.png", "--timeout", "0"], "--timeout", "> 0, got 0"),
+    (["classify", "x.png", "--timeout", "nan"], "--timeout", "'nan' is not a finite number"),
+    (["classify", "x.png", "--top", "0"], "--top", "must be at least 1, got 0"),
+    (["classify", "x.png", "--top", "two"], "--top", "'two' is not an integer"),
+    (["stream", "d", "--top", "-3"], "--top", "must be at least 1, got -3"),
+    (["stream", "d", "--limit", "-1"], "--limit", "must be 0 or more, got -1"),
+    (["stream", "d", "--backpressure", "1.5"], "--backpressure", "probability in [0, 1), got 1.5"),
+    (["benchmark", "--frames", "0"], "--frames", "must be at least 1, got 0"),
+    (["benchmark", "--rtl-frames", "0"], "--rtl-frames", "must be at least 1, got 0"),
+    (["benchmark", "--frames", "2.5"], "--frames", "'2.5' is not an integer"),
+    (["info", "--timeout", "inf"], "--timeout", "'inf' is not a finite number"),
+    (["classify", "x.png", "--preprocess", "zoom"], "--preprocess", "invalid choice: 'zoom'"),
+])
+def test_bad_option_values_name_the_flag(args, flag, text, tiny, capsys):
+    with pytest.raises(SystemExit) as e:
+        cli.main(args + ["--export", str(tiny), "--backend", "golden"])
+    out, err = capsys.readouterr()
+    assert e.value.code == 2 and out == ""
+    assert f"argument {flag}" in err and text in err, err
+
+
+def test_benchmark_frames_zero_no_nan(tiny, capsys):
+    """--frames 0 used to print NaN frames/s and 'identical' and exit 0."""
+    with pytest.raises(SystemExit):
+        cli.main(["benchmark", "--export", str(tiny), "--backend", "golden", "--frames", "0"])
+    out, err = capsys.readouterr()
+    assert "nan" not in out.lower() and "identical" not in out and "--frames" in err
+    assert cli.main(["benchmark", "--export", str(tiny), "--backend", "golden", "--frames", "1"]) == 0
+    assert "identical" in capsys.readouterr().out
+
+
+# ---- the default export ----------------------------------------------------------------------
+def test_default_export_is_not_relative_to_the_current_directory(clean_env, tiny, monkeypatch, capsys):
+    assert M.DEFAULT_EXPORT.is_absolute() and M.DEFAULT_EXPORT == REPO / "build" / "zynqnet-mini" / "export"
+    monkeypatch.setattr(M, "DEFAULT_EXPORT", Path(tiny))     # "the checkout's export", seen from elsewhere
+    assert cli.main(["info", "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["export"] == str(Path(tiny).resolve()) and info["export_from"] == "the checkout"
+    monkeypatch.setattr(M, "DEFAULT_EXPORT", clean_env / "none")
+    assert cli.main(["info"]) == 2
+    err = capsys.readouterr().err
+    assert "no export given and none found" in err and "$ZYNQFLOW_EXPORT (not set)" in err
+    assert str(clean_env / "xdg" / "zynqflow" / "config.json") in err and str(clean_env / "none") in err
+
+
+def test_default_export_from_env_and_user_config(clean_env, tiny, tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(M, "DEFAULT_EXPORT", tmp_path / "none")
+    cfg = clean_env / "xdg" / "zynqflow" / "config.json"
+    cfg.parent.mkdir(parents=True)
+    (cfg.parent / "exports").mkdir()
+    (cfg.parent / "exports" / "tiny").symlink_to(tiny)
+    cfg.write_text(json.dumps({"export": "exports/tiny"}))          # relative to the config file
+    assert cli.main(["info", "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["export_from"] == str(cfg) and info["network"] == "zynqnet-tiny"
+    # $ZYNQFLOW_EXPORT wins over the config file, --export over both
+    other = tmp_path / "other"
+    other.mkdir()
+    monkeypatch.setenv("ZYNQFLOW_EXPORT", str(other))
+    assert cli.main(["info"]) == 2
+    err = capsys.readouterr().err
+    assert f"{other}/manifest.json: no such manifest" in err and "[default export, from $ZYNQFLOW_EXPORT]" in err
+    assert cli.main(["info", "--json", "--export", str(tiny)]) == 0
+    assert json.loads(capsys.readouterr().out)["export_from"] == "--export"
+    monkeypatch.delenv("ZYNQFLOW_EXPORT")
+    cfg.write_text('{"exprot": "x"}')
+    assert cli.main(["info"]) == 2
+    assert f"{cfg}: not a zynqflow config" in capsys.readouterr().err
+    monkeypatch.setenv("ZYNQFLOW_CONFIG", str(tmp_path / "alt.json"))
+    (tmp_path / "alt.json").write_text(json.dumps({"export": str(tiny)}))
+    assert cli.main(["info", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["export_from"] == str(tmp_path / "alt.json")
+
+
+def test_default_export_installed_by_deploy(tiny, tmp_path):
+    """The tree deploy.sh installs finds its export from any directory, without
+    $ZYNQFLOW_EXPORT: <DEST>/zynqflow.json beside <DEST>/lib/zynqflow/."""
+    bit = tmp_path / "bits" / "zynqnet-tiny_pynq-z2.bit"
+    bit.parent.mkdir()
+    bit.write_bytes(b"\0")
+    bit.with_suffix(".hwh").write_text("<hwh/>")
+    stage = tmp_path / "dest"
+    r = subprocess.run(["bash", str(REPO / "board" / "deploy.sh"), "BOARD=pynq.invalid", "NET=zynqnet-tiny",
+                        f"EXPORT={tiny}", f"BIT={bit}", "DRY_RUN=1", f"STAGE_DIR={stage}"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert json.loads((stage / "zynqflow.json").read_text()) == {"export": "zynqnet-tiny"}
+    env = {k: v for k, v in os.environ.items() if k not in ("ZYNQFLOW_EXPORT", "ZYNQFLOW_CONFIG")}
+    env.update(PYTHONPATH=str(stage / "lib"), XDG_CONFIG_HOME=str(tmp_path / "xdg"))
+    work = tmp_path / "work"
+    work.mkdir()
+    p = subprocess.run([sys.executable, "-m", "zynqflow.host.cli", "info", "--json"], capture_output=True,
+                       text=True, env=env, cwd=work, timeout=120)
+    assert p.returncode == 0, p.stderr
+    info = json.loads(p.stdout)
+    assert info["export"] == str((stage / "zynqnet-tiny").resolve())
+    assert info["export_from"] == str(stage / "zynqflow.json")
+
+
+# ---- --no-download and the XILINX_XRT hint (the pynq backend's board call, recorded) ----------
+def _fake_board(monkeypatch, error: str):
+    import zynqflow.host.board as board
+
+    calls = []
+
+    def open_board(export, **kw):
+        calls.append(kw)
+        raise BackendError(error)
+    monkeypatch.setattr(board, "open_board", open_board)
+    return calls
+
+
+def test_no_download_reaches_the_pynq_backend(tiny, monkeypatch, capsys):
+    calls = _fake_board(monkeypatch, "stop here")
+    args = ["info", "--export", str(tiny)]
+    assert cli.main(["benchmark", "--backend", "pynq", "--export", str(tiny), "--no-download"]) == 2
+    assert cli.main(["benchmark", "--backend", "pynq", "--export", str(tiny), "--timeout", "2.5"]) == 2
+    assert [c["download"] for c in calls] == [False, True] and calls[1]["timeout_s"] == 2.5
+    assert "stop here" in capsys.readouterr().err
+    assert cli.main(args) == 0
+
+
+def test_no_devices_found_names_xilinx_xrt(tiny, tmp_path, monkeypatch, capsys):
+    _fake_board(monkeypatch, "pynq.Overlay(/home/xilinx/x.bit) failed: RuntimeError: No Devices Found")
+    monkeypatch.delenv("XILINX_XRT", raising=False)
+    Image.fromarray(np.zeros((16, 16), np.uint8)).save(tmp_path / "z.png")
+    args = ["classify", str(tmp_path / "z.png"), "--backend", "pynq", "--export", str(tiny)]
+    assert cli.main(args) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and "No Devices Found" in err
+    assert "XILINX_XRT is not set" in err and "export XILINX_XRT=/usr" in err and "~/zynqflow/zynqflow" in err
+    monkeypatch.setenv("XILINX_XRT", "/usr")
+    assert cli.main(args) == 2
+    err = capsys.readouterr().err
+    assert "XILINX_XRT=/usr is set" in err and "fpga_manager" in err
+    assert M.xrt_hint("x").startswith("x (XILINX_XRT=/usr is set")
+    assert "No Devices Found" not in M.xrt_hint()
+
+
+# ---- --preprocess -----------------------------------------------------------------------------
+def test_cli_preprocess_recipe(tmp_path, capsys):
+    """A product photo through the CLI: auto (the manifest's Fashion-MNIST recipe) and plain
+    classify what the golden model says for the frames each recipe makes."""
+    pytest.importorskip("torch")
+    from zynqflow.model.data import DatasetError, load_dataset
+
+    try:
+        obj = load_dataset("fashion-mnist").test.images[0, 0, 2:30, 2:30]
+    except DatasetError as e:
+        pytest.skip(f"Fashion-MNIST not available: {e}")
+    d, _ = exports.checkpoint_export(exports.REFERENCE_CKPT)
+    ex = Export(d)
+    big = np.asarray(Image.fromarray(obj).resize((84, 84), Image.BICUBIC), np.float64)
+    photo = np.full((150, 130), 245.0)
+    photo[10:94, 40:124] = 245.0 * (1 - big / 255)
+    f = tmp_path / "photo.png"
+    Image.fromarray(np.clip(np.rint(photo), 0, 255).astype(np.uint8)).save(f)
+    gold = Accelerator(ex, "golden")
+    want = {}
+    for recipe in ("auto", "plain"):
+        assert cli.main(["classify", str(f), "--export", str(d), "--backend", "golden", "--json", "--top", "1",
+                         "--preprocess", recipe]) == 0
+        got = json.loads(capsys.readouterr().out)["results"][0]["name"]
+        want[recipe] = gold.classify(frames_for(ex, [f], recipe=recipe)).names[0]
+        assert got == want[recipe]
+    dataset = gold.classify(np.pad(obj, 2)[None, :, :, None]).names[0]
+    assert want["auto"] == dataset
+    assert not np.array_equal(frames_for(ex, [f]), frames_for(ex, [f], recipe="plain"))
+    assert cli.main(["info", "--export", str(d), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["preprocess"]["recipe"] == "fashion-mnist"

@@ -1,0 +1,88 @@
+"""The board notebook (notebooks/zynqflow_pynq_z2.ipynb, installed by board/deploy.sh) runs
+unchanged against the RTL simulation: ZYNQFLOW_BACKEND=rtl makes ZqOverlay(...) the board
+driver on the Verilator RTL. Executed with nbclient; its JSON outputs must hold exactly the
+golden model's logits for the images it classified and the frames it streamed.
+
+The reference zynqnet-mini export (Fashion-MNIST) when its checkpoint is here, else the
+random-weight zynqnet-tiny; a few frames each, so that this takes well under a minute.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from zynqflow.export import fixtures as exports
+from zynqflow.host import Accelerator
+from zynqflow.host.manifest import REPO, Export
+from zynqflow.spec.golden import golden_logits
+
+nbformat = pytest.importorskip("nbformat")
+nbclient = pytest.importorskip("nbclient")
+pytest.importorskip("ipykernel")
+try:
+    from zynqflow.sim.rtl_sim import RtlUnavailable, SimBuild
+except ImportError as e:  # pragma: no cover
+    pytest.skip(f"zynqflow.sim unavailable: {e}", allow_module_level=True)
+
+NOTEBOOK = REPO / "notebooks" / "zynqflow_pynq_z2.ipynb"
+N_IMAGES, N_STREAM = 3, 4
+
+
+def _export() -> Export:
+    if exports.REFERENCE_CKPT.exists():
+        try:
+            return Export(exports.checkpoint_export(exports.REFERENCE_CKPT, frames=8)[0])
+        except ImportError:          # no torch to export it: the random network
+            pass
+    return Export(exports.random_export("zynqnet-tiny", seed=0, vectors=16))
+
+
+def _json_outputs(nb) -> list[dict]:
+    return [o["data"]["application/json"] for c in nb.cells if c.cell_type == "code"
+            for o in c.get("outputs", []) if "application/json" in o.get("data", {})]
+
+
+def test_notebook_runs_on_rtl(tmp_path, monkeypatch):
+    ex = _export()
+    try:
+        SimBuild(ex.dir).build()
+    except RtlUnavailable as e:
+        pytest.skip(str(e))
+    # a folder of images as a user would have: the export's test frames, saved as PNG
+    images = tmp_path / "images"
+    images.mkdir()
+    vec, _ = ex.vectors()
+    files = []
+    for i, f in enumerate(vec[:N_IMAGES]):
+        files.append(images / f"img{i}.png")
+        Image.fromarray(f[..., 0] if f.shape[2] == 1 else f).save(files[-1])
+    for k, v in dict(ZYNQFLOW_BACKEND="rtl", ZYNQFLOW_EXPORT=str(ex.dir), ZYNQFLOW_IMAGES=str(images),
+                     ZYNQFLOW_BITFILE=f"{ex.network}_pynq-z2.bit", ZYNQFLOW_STREAM_FRAMES=str(N_STREAM),
+                     ZYNQFLOW_IMAGES_MAX=str(N_IMAGES)).items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.delenv("ZYNQFLOW_LIB", raising=False)
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    nbclient.NotebookClient(nb, timeout=240, kernel_name="python3",
+                            resources={"metadata": {"path": str(tmp_path)}}).execute()
+
+    classified, streamed = _json_outputs(nb)
+    # the images: what the board driver got back through the RTL == the golden model on the same files
+    gold = Accelerator(ex, "golden").classify(files)
+    assert classified["backend"] == "rtl" and classified["network"] == ex.network
+    assert classified["files"] == [f.name for f in files]
+    assert np.array_equal(np.array(classified["logits"]), gold.logits) and classified["golden_equal"] is True
+    assert classified["labels"] == gold.names
+    # the stream: in order, bit-exact, labelled as simulated accelerator-only figures
+    batch = vec[np.arange(N_STREAM) % len(vec)]
+    assert streamed["frames"] == N_STREAM and streamed["golden_equal"] is True
+    assert np.array_equal(np.array(streamed["first_logits"]), golden_logits(ex.qnet(), batch))
+    assert "accelerator only" in streamed["timing"] and "simulated" in streamed["clock"]
+    tp = streamed["throughput"]
+    assert tp["fps_accelerator_only"] == pytest.approx(streamed["fps"])
+    assert tp["fps_accelerator_only"] > tp["fps_including_host"] > 0 and streamed["host_seconds_per_frame"] > 0
+    # the pictures with their top-k bars, and the throughput/latency plots
+    pngs = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])
+            if "image/png" in o.get("data", {})]
+    assert len(pngs) == 2

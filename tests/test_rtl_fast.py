@@ -1,0 +1,323 @@
+"""The free-running RTL harness (zynqflow.sim.rtl_fast, sim/harness/): real images, protocol,
+failure detection, the AXI4 memory model, and the rtl-fast backend.
+
+The reference zynqnet-mini checkpoint's first 1 000 Fashion-MNIST test images go
+through rtl/ on two simulator processes and must equal the golden model bit for
+bit, with the cycle count of the RTL README's formula on every frame. The
+ZQ_MAXI=1 path (AXI4 memory models wired to m_axi_wts / m_axi_act) runs on
+sim/harness/zq_maxi_echo.sv, a small DUT with the DDR engine's port list.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from zynqflow.export import fixtures as exports
+from zynqflow.sim import rtl_fast as rf
+from zynqflow.sim.rtl_params import FRAME_OVERHEAD, LAYER_OVERHEAD
+
+N_REAL = 1000
+ERR = -32768
+
+pytestmark = pytest.mark.skipif(not exports.REFERENCE_CKPT.exists(),
+                                reason=f"no reference checkpoint at {exports.REFERENCE_CKPT}")
+
+
+@pytest.fixture(scope="module")
+def ref():
+    """The reference export, its fast model (built or cached), and the test split."""
+    from zynqflow.model.data import load_dataset
+
+    ex, _ = exports.checkpoint_export(exports.REFERENCE_CKPT, frames=8)
+    try:
+        build = rf.FastBuild(ex)
+    except rf.RtlFastError as e:
+        pytest.skip(str(e))
+    t0 = time.perf_counter()
+    lib = build.build()
+    print(f"\nfast RTL model: {time.perf_counter() - t0:.1f} s to build or find ({lib})")
+    test = load_dataset("fashion-mnist", None, 32).test
+    man = json.loads((ex / "manifest.json").read_text())
+    return dict(ex=ex, lib=lib, build=build, frames=test.hwc(), labels=test.labels, man=man)
+
+
+def formula_cycles(man: dict) -> int:
+    """cycles_last of a frame without stalls (rtl/README.md, Timing)."""
+    in_beats = int(np.prod(man["input"]["shape"])) // 4
+    return (in_beats + man["buffers_words"][0] + sum(l["hw_cycles"] + LAYER_OVERHEAD for l in man["layers"])
+            + man["output"]["classes"] + FRAME_OVERHEAD)
+
+
+def sim(ref, **kw) -> rf.FastSim:
+    s = rf.FastSim.for_export(ref["lib"], ref["ex"], **kw)
+    s.start(auto_restart=True)
+    return s
+
+
+# ---- real images ---------------------------------------------------------------------
+def test_thousand_test_images_bit_exact(ref):
+    """1 000 Fashion-MNIST test images on two simulator processes: logits equal the golden
+    model's, status 0, cycles_last = the README formula = the harness's own count, frames back
+    to back one cycle apart, frames_done counting."""
+    frames, labels = ref["frames"][:N_REAL], ref["labels"][:N_REAL]
+    t0 = time.perf_counter()
+    res = rf.run_export(ref["ex"], frames, workers=2)   # raises on any mismatch, status or cycle problem
+    wall = time.perf_counter() - t0
+    gold = rf.golden(ref["ex"], frames)
+    assert res.logits.shape == (N_REAL, 10) and np.array_equal(res.logits, gold)
+    want = formula_cycles(ref["man"])
+    assert want == 61609
+    assert (res.cycles_last == want).all() and (res.cycles_measured == want).all()
+    assert (res.periods == want + 1).all() and len(res.periods) == N_REAL - len(res.chunk_cycles)
+    assert (res.status == 0).all() and (res.flags == 0).all()
+    assert len(res.workers) == 2 and sum(w["frames"] for w in res.workers.values()) == N_REAL
+    assert sum(res.frames_done_per_worker.values()) == N_REAL
+    top1 = float((res.logits.argmax(1) == labels).mean())
+    assert top1 == float((gold.argmax(1) == labels).mean()) and top1 > 0.9
+    speed = res.sim_cycles_per_second_per_core
+    print(f"\n{N_REAL} images: {wall:.1f} s wall, top-1 {top1:.4f}, {res.sim_cycles / 1e6:.1f} M cycles, "
+          f"{res.sim_cycles_per_second / 1e6:.2f} M cycles/s total, per core "
+          f"{', '.join(f'{v / 1e6:.2f}' for v in speed.values())} M")
+
+
+def test_backpressure_gives_identical_logits(ref):
+    """Random gaps on s_axis_in and random TREADY on m_axis_out (p = 0.4 each): the same logits,
+    every frame slower, cycles_last still equal to the harness's count."""
+    frames = ref["frames"][N_REAL:N_REAL + 40]
+    spec = rf.SimSpec(str(ref["lib"]), 1024, 10)
+    plain = rf.run_sharded(spec, frames, workers=1)
+    bp = rf.run_sharded(spec, frames, workers=1, backpressure=0.4, seed=9)
+    bp.check()
+    assert np.array_equal(bp.logits, plain.logits)
+    assert np.array_equal(bp.logits, rf.golden(ref["ex"], frames))
+    assert (plain.cycles_last == 61609).all()
+    assert (bp.cycles_last.astype(np.int64) > 61609 + 50).all()    # ~170 input gaps per 256-beat frame
+    assert (bp.cycles_last.astype(np.int64) == bp.cycles_measured).all()
+    assert len(set(bp.cycles_last.tolist())) > 5                    # the stalls differ frame to frame
+
+
+# ---- protocol --------------------------------------------------------------------------
+def test_short_and_long_frames_then_good_ones(ref):
+    """Raw beats: a short frame (TLAST on beat 100 of 256) -> error frame, status bit 0; a good
+    frame; a long frame (no TLAST on beat 256, three more beats) -> error frame, status bit 1;
+    a good frame. The good frames' logits are right, frames_done counts all four."""
+    s = sim(ref)
+    f = ref["frames"][:2]
+    data, _ = s.beats(f)
+    w = data.reshape(2, 256)
+    short_d, short_l = w[0][:100], np.r_[np.zeros(99, np.uint8), 1]
+    long_d, long_l = np.r_[w[0], [1, 2, 3]].astype(np.uint32), np.r_[np.zeros(258, np.uint8), 1]
+    good_l = np.r_[np.zeros(255, np.uint8), 1]
+    d = np.concatenate([short_d, w[0], long_d, w[1]]).astype(np.uint32)
+    l = np.concatenate([short_l, good_l, long_l, good_l]).astype(np.uint8)
+    b = s.run_beats(d, l, 4)
+    gold = rf.golden(ref["ex"], f)
+    assert b.problems() == []
+    assert b.status.tolist() == [1, 0, 2, 0]
+    assert (b.logits[0] == ERR).all() and (b.logits[2] == ERR).all()
+    assert np.array_equal(b.logits[1], gold[0]) and np.array_equal(b.logits[3], gold[1])
+    assert b.regs["frames_done"].tolist() == [1, 2, 3, 4]
+    assert (b.cycles_last.astype(np.int64) == b.cycles_measured).all()
+    assert b.cycles_last[1] == 61609 and b.cycles_last[0] < 200    # the error frame is answered at once
+    s.close()
+
+
+def test_stopped_dut_times_out_with_its_registers(ref):
+    """Half a frame without TLAST and one output frame expected: a clear time-out naming the
+    frame, the beats accepted and the engine's registers."""
+    s = sim(ref)
+    data, _ = s.beats(ref["frames"][:1])
+    with pytest.raises(rf.SimTimeout) as e:
+        s.run_beats(data[:128], np.zeros(128, np.uint8), 1, frame_budget=50_000)
+    msg = str(e.value)
+    assert "no output frame for 50000 cycles: waiting for frame 0 of 1" in msg
+    assert "128 of 128 input beats accepted" in msg and "AP_CTRL 0x" in msg and "frames_done 0x0" in msg
+    s.close()
+    # in a worker process of the pool: the same error reaches the caller, the other chunks are dropped
+    spec = rf.SimSpec(str(ref["lib"]), 1024, 10)
+    with pytest.raises(rf.SimTimeout, match="no output frame for 1000 cycles"):
+        rf.run_sharded(spec, ref["frames"][:8], workers=2, chunk=2, frame_budget=1000)
+
+
+def test_mismatch_is_named(ref, tmp_path, capsys):
+    """Wrong expected logits: the error names the frame and the logit with both values, and the
+    rtl_bench command line exits 1 saying the same."""
+    frames = ref["frames"][:6]
+    wrong = rf.golden(ref["ex"], frames)
+    wrong[3, 7] += 1
+    with pytest.raises(rf.LogitMismatch) as e:
+        rf.run_export(ref["ex"], frames, workers=1, expected=wrong)
+    assert (e.value.frame, e.value.index, e.value.got, e.value.expected) == (3, 7, wrong[3, 7] - 1, wrong[3, 7])
+    assert "1 of 6 frames differ" in str(e.value) and "frame 3, logit 7" in str(e.value)
+    from zynqflow.bench import rtl_bench
+
+    np.save(tmp_path / "wrong.npy", wrong)
+    rc = rtl_bench.main(["--export", str(ref["ex"]), "--frames", "6", "--workers", "1",
+                         "--expected", str(tmp_path / "wrong.npy"), "--out", str(tmp_path / "b.json")])
+    err = capsys.readouterr().err
+    assert rc == 1 and "MISMATCH" in err and "frame 3, logit 7" in err
+    r = json.loads((tmp_path / "b.json").read_text())
+    assert r["mismatches_vs_golden"] == 0 and r["identical_to_expected"] is False and r["frames"] == 6
+    assert r["cycles_per_frame"] == dict(median=61609.0, min=61609, max=61609)
+
+
+def test_build_error_names_the_verilator_error(ref, tmp_path):
+    bad = tmp_path / "zq_top.sv"
+    bad.write_text("module zq_top(input wire ap_clk);\n  wire x = ;\nendmodule\n")
+    with pytest.raises(rf.BuildError) as e:
+        rf.FastBuild(ref["ex"], sources=[bad], root=tmp_path / "sim").build()
+    msg = str(e.value)
+    assert "%Error" in msg and "zq_top.sv:2" in msg and "build.log" in msg
+
+
+def test_cache_key(ref):
+    """Same inputs, same build; the maxi flag or another source changes the key."""
+    a, b = rf.FastBuild(ref["ex"]), rf.FastBuild(ref["ex"])
+    assert a.key == b.key and a.lib == ref["lib"] and a.lib.is_file()
+    assert rf.FastBuild(ref["ex"], maxi=True).key != a.key
+    assert rf.FastBuild(ref["ex"], sources=a.sources[:-1] + [rf.HARNESS_DIR / "zq_maxi_echo.sv"]).key != a.key
+
+
+# ---- AXI4 memory model -------------------------------------------------------------------
+def test_axi_mem_unit(tmp_path):
+    """sim/harness/test_axi_mem.cpp (g++): latency, ordering, RLAST, BRESP, DECERR/SLVERR,
+    outstanding limits, the 4 KiB check, random gaps."""
+    exe = tmp_path / "test_axi_mem"
+    cc = subprocess.run(["g++", "-std=c++17", "-O1", "-Wall", "-Wextra", "-Werror", f"-I{rf.HARNESS_DIR}",
+                         str(rf.HARNESS_DIR / "test_axi_mem.cpp"), "-o", str(exe)], capture_output=True, text=True)
+    assert cc.returncode == 0, cc.stderr
+    p = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
+    r = json.loads(p.stdout)
+    assert p.returncode == 0 and r["failures"] == [], r["failures"]
+    v = r["values"]
+    assert v["read_first_beat_latency"] == 32 and v["read_burst_cycles"] == 8 and v["read_beats"] == 8
+    assert v["write_b_latency"] == 16
+    assert v["read_max_outstanding"] == 8 and v["write_max_outstanding"] == 8
+    assert v["ar9_after_first_burst_done"] == 1
+    assert v["decerr"] == 3 and v["slverr"] == 2 and v["protocol_errors"] == 4
+    assert v["cycles_gaps"] > v["cycles_no_gaps"]
+
+
+ECHO_REGS = {"AP_CTRL": 0x00, "wts": 0x10, "act": 0x1C, "status": 0x28, "frames_done": 0x38, "cycles_last": 0x80}
+ECHO_CTRL = {"ap_start": 0x1, "auto_restart": 0x80}
+
+
+@pytest.fixture(scope="module")
+def echo(ref):
+    """The ZQ_MAXI=1 harness on zq_maxi_echo.sv, built (when not cached) by two processes at
+    once: one builds, the other waits on the lock file and takes the same library."""
+    b = rf.FastBuild(ref["ex"], sources=[rf.HARNESS_DIR / "zq_maxi_echo.sv"], top="zq_maxi_echo", maxi=True,
+                     rom_files=[], tag="maxi-echo")
+    code = (f"from zynqflow.sim import rtl_fast as rf\n"
+            f"b = rf.FastBuild({str(ref['ex'])!r}, sources=[rf.HARNESS_DIR / 'zq_maxi_echo.sv'], "
+            f"top='zq_maxi_echo', maxi=True, rom_files=[], tag='maxi-echo')\n"
+            f"print(b.build())")
+    procs = [subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(2)]
+    outs = [p.communicate(timeout=600) for p in procs]
+    assert all(p.returncode == 0 for p in procs), [o[1][-2000:] for o in outs]
+    assert {o[0].strip() for o in outs} == {str(b.lib)} and b.stamp.is_file()
+    return b.lib
+
+
+def echo_sim(ref, lib, **mem) -> rf.FastSim:
+    s = rf.FastSim.for_export(lib, ref["ex"], regmap=ECHO_REGS, ctrl=ECHO_CTRL)
+    assert s.maxi
+    s.mem("wts").configure(size=1 << 24, **mem)
+    s.mem("act").configure(size=1 << 24, **mem)
+    return s
+
+
+def echo_expected(frames: np.ndarray, wts: np.ndarray) -> np.ndarray:
+    words = frames.reshape(len(frames), -1).view("<u4")[:, :10].astype(np.int64)
+    v = (words + wts[:10].astype(np.int64)) & 0xFFFFFFFF
+    return np.where(v >= 1 << 31, v - (1 << 32), v)
+
+
+def test_maxi_memories_through_the_harness(ref, echo):
+    """ZQ_MAXI=1: the echo DUT writes each frame to m_axi_act, reads it back and reads m_axi_wts;
+    logits = act + wts words; byte and burst counters, base registers from Python (64-bit writes)."""
+    s = echo_sim(ref, echo)
+    wts = np.arange(1000, 1016, dtype=np.uint32)
+    s.mem("wts").write(0x3000, wts)
+    s.write64("wts", 0x3000)
+    s.write64("act", 0x40000)
+    assert s.read("wts") == 0x3000 and s.read(0x1C) == 0x40000
+    s.start()
+    frames = ref["frames"][:4]
+    b = s.run_frames(frames)
+    assert np.array_equal(b.logits, echo_expected(frames, wts))
+    assert b.status.tolist() == [0, 0, 0, 0] and b.regs["frames_done"].tolist() == [1, 2, 3, 4]
+    assert (b.cycles_last.astype(np.int64) == b.cycles_measured).all()
+    assert s.mem("act").read(0x40000, 1024) == frames[3].tobytes()
+    a, w = s.mem("act").stats(), s.mem("wts").stats()
+    assert a["bytes_written"] == 4 * 1024 and a["write_bursts"] == 4 * 8 and a["bytes_read"] == 4 * 40
+    assert w["bytes_read"] == 4 * 40 and w["read_bursts"] == 4 and w["write_bursts"] == 0
+    assert a["protocol_errors"] == 0 and w["protocol_errors"] == 0 and s.mem("act").messages() == []
+    s.close()
+
+
+def test_maxi_latency_and_errors(ref, echo):
+    """Read latency +10 -> every frame exactly 10 cycles longer (one read round trip per frame);
+    write latency +5 -> 8 bursts x 5 = 40 cycles longer; an SLVERR range on act reads and a
+    DECERR on wts (base beyond the memory) show in status, and the memory counts them."""
+    frames = ref["frames"][:2]
+    cyc = {}
+    for lr, lw in ((32, 16), (42, 16), (32, 21)):
+        s = echo_sim(ref, echo, read_latency=lr, write_latency=lw)
+        s.write64("act", 0x1000)
+        s.start()
+        cyc[lr, lw] = s.run_frames(frames).cycles_last.astype(int).tolist()
+        s.close()
+    assert cyc[42, 16] == [c + 10 for c in cyc[32, 16]]
+    assert cyc[32, 21] == [c + 40 for c in cyc[32, 16]]
+    s = echo_sim(ref, echo)
+    s.write64("act", 0x1000)
+    s.write64("wts", (1 << 24) - 16)    # the 5-beat read runs past the end: DECERR
+    s.mem("act").error_range(0x1000, 0x1008, reads=True, writes=False)
+    s.start()
+    b = s.run_frames(frames)
+    assert b.status.tolist() == [0b0100, 0b0100]          # bit 2: a read answered SLVERR/DECERR
+    st_a, st_w = s.mem("act").stats(), s.mem("wts").stats()
+    assert st_a["slverr"] == 2 and st_a["decerr"] == 0 and st_w["decerr"] == 2 * 3
+    s.mem("act").error_range(0x1000, 0x1080, reads=False, writes=True)
+    s.mem("act").error_range(0, 0, reads=True, writes=False)
+    s.write64("wts", 0)
+    b = s.run_frames(frames)
+    assert b.status.tolist() == [0b1000, 0b1000]          # bit 3: a write answered SLVERR
+    s.close()
+
+
+def test_no_maxi_build_refuses_memory_calls(ref):
+    s = rf.FastSim.for_export(ref["lib"], ref["ex"])
+    assert not s.maxi
+    with pytest.raises(rf.RtlFastError, match="without AXI4 master ports"):
+        s.mem("act").write(0, b"\0" * 8)
+    s.close()
+
+
+# ---- the rtl-fast backend -------------------------------------------------------------------
+def test_rtl_fast_backend(ref, capsys):
+    from zynqflow.host import Accelerator, cli
+
+    frames = ref["frames"][2000:2080]
+    gold = rf.golden(ref["ex"], frames)
+    with Accelerator(ref["ex"], backend="rtl-fast") as acc:
+        r = acc.stream(frames)
+        c = acc.classify(frames[:5])
+    assert np.array_equal(r.logits, gold) and np.array_equal(c.logits, gold[:5])
+    assert r.clock == "simulated time, RTL at 100 MHz, accelerator only"
+    assert np.allclose(r.latency_s, 61609 / 100e6) and r.info["cycles_last"] == 61609
+    assert r.info["workers"] == 2 and r.info["frames_done"] == 80 and r.info["frame_period_cycles"] == 61610
+    assert c.info["cycles_last_per_frame"] == [61609] * 5
+    assert abs(r.fps - 100e6 / 61609) < 50      # 80 frames on 2 engines' worth of back-to-back cycles
+    rc = cli.main(["benchmark", "--export", str(ref["ex"]), "--backend", "golden,rtl-fast", "--frames", "16",
+                   "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 0 and [row["bit_exact_vs_first"] for row in out["rows"]] == [True, True]
