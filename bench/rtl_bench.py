@@ -83,7 +83,7 @@ def measure(export_dir: Path, frames: int = 0, data: str | None = None, data_dir
     build = FastBuild(export_dir)
     lib = build.build()
     build_s = time.perf_counter() - t0
-    spec = SimSpec(str(lib), int(np.prod(man["input"]["shape"])), int(man["output"]["classes"]))
+    spec = SimSpec.for_export(lib, export_dir)
     workers = workers or os.cpu_count() or 1
     print(f"rtl_bench: {len(x)} {dname} test images through the RTL of {net} on {workers} simulator(s)"
           f"{f', backpressure {backpressure}' if backpressure else ''} ...", file=sys.stderr, flush=True)

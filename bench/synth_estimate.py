@@ -11,11 +11,12 @@ Synthesizes ``rtl/`` with the export's ``rtl_params.svh`` and writes
   registers (MREG=1 and PREG=1), read from the netlist; the engine's are all
   registered, so this must be 0;
 * ``timing``: the longest register-to-register path by Yosys ``sta`` over the
-  7-series cell delays in Yosys's ``cells_sim.v`` (from Project X-Ray's Artix-7
-  data): a **logic-only estimate**, with no routing delay and no delay for
-  CARRY4 carry chains (Yosys 0.23 has no timing arcs for them), given with its
-  start and end points; and the deepest path in cells from ``ltp`` (between
-  flip-flops, carry cells counted), as a second, delay-free view.
+  7-series cell delays of the ``specify`` blocks in Yosys's ``cells_sim.v``
+  (Project X-Ray's Artix-7 data; the library is read again with ``-specify``
+  after synthesis so that CARRY4 chains have their arcs; MUXF7/MUXF8 have none
+  and count as zero): a **logic-only estimate**, with no routing delay, given
+  with its start and end points; and the deepest path in cells from ``ltp``
+  (combinational cells between flip-flops), as a second, delay-free view.
 
 It is a Yosys estimate, not a Vivado result: no placement, no routing, Yosys's
 own memory and DSP mapping.
@@ -75,15 +76,17 @@ def parse_sta(text: str) -> dict:
         return dict(available=False)
     path = re.findall(r"^\s+(\d+)\s+(\S+)\s+\((\S+)\)", text[m.end():], re.M)
     cells = [dict(arrival_ps=int(a), net=n, cell=c) for a, n, c in path]
-    return dict(available=True, logic_delay_ns=int(m.group(1)) / 1000.0, path=cells[:80],
-                start=cells[0]["net"] if cells else None, end=cells[-1]["net"] if cells else None)
+    # sta prints the path from its end point back to the clock
+    return dict(available=True, logic_delay_ns=int(m.group(1)) / 1000.0, path=cells[::-1][:80],
+                start=next((c["net"] for c in reversed(cells) if "->" in c["cell"] and not c["cell"].startswith(("IBUF", "BUFG"))), None),
+                end=f"{cells[0]['net']} ({cells[0]['cell']})" if cells else None)
 
 
 def parse_ltp(text: str) -> dict:
     m = re.search(r"Longest topological path in \S+ \(length=(\d+)\):", text)
     if not m:
         return dict(available=False)
-    nodes = re.findall(r"^\s+(\$?\S+)\s*$", text[m.end():], re.M)
+    nodes = re.findall(r"^\s+\d+: (.+)$", text[m.end():], re.M)
     return dict(available=True, depth_cells=int(m.group(1)), nodes=nodes[:60])
 
 
@@ -100,10 +103,10 @@ def run_yosys(export_dir: Path, work: Path, timeout: int = 7200) -> tuple[dict, 
         "hierarchy -check -top zq_top",
         "synth_xilinx -family xc7 -top zq_top -flatten",
         f"tee -o {work / 'stat.txt'} stat",
-        # DSP48E1 cells without MREG or without PREG
-        f"tee -o {work / 'dsp_all.txt'} select -count t:DSP48E1",
-        f"tee -o {work / 'dsp_nomreg.txt'} select -count t:DSP48E1 r:MREG=0",
-        f"tee -o {work / 'dsp_nopreg.txt'} select -count t:DSP48E1 r:PREG=0",
+        # the DSP48E1 cells and their parameters (MREG, PREG, ...)
+        f"tee -q -o {work / 'dsp_cells.txt'} dump t:DSP48E1",
+        # the cell library again, with its specify blocks: timing arcs for CARRY4 too
+        "read_verilog -lib -specify -overwrite +/xilinx/cells_sim.v",
         f"tee -o {work / 'sta.txt'} sta",
         "select -set nf t:* t:FD* %d w:* %u",
         f"tee -o {work / 'ltp.txt'} ltp @nf",
@@ -117,9 +120,19 @@ def run_yosys(export_dir: Path, work: Path, timeout: int = 7200) -> tuple[dict, 
     return dict(seconds=round(time.time() - t0, 1), cells=parse_stat((work / "stat.txt").read_text())), log.read_text()
 
 
-def _count(path: Path) -> int:
-    m = re.search(r"(\d+)\s+objects", path.read_text())
-    return int(m.group(1)) if m else 0
+def dsp_registers(text: str) -> list[dict[str, int]]:
+    """Per DSP48E1 cell of a ``dump``: its pipeline-register parameters (register stages; absent =
+    the primitive's default, 1)."""
+    cells = []
+    for block in re.split(r"^\s*cell ", text, flags=re.M)[1:]:
+        if not block.startswith("\\DSP48E1") and not block.startswith("DSP48E1"):
+            continue
+        regs = {}
+        for name in ("AREG", "BREG", "MREG", "PREG", "ADREG", "DREG"):
+            m = re.search(rf"parameter \\{name} (\d+)(?:'([01]+))?", block)
+            regs[name] = (int(m.group(2), 2) if m.group(2) else int(m.group(1))) if m else 1
+        cells.append(regs)
+    return cells
 
 
 def estimate(export_dir: Path, out: Path | None = None, timeout: int = 7200, work: Path | None = None) -> dict:
@@ -129,16 +142,19 @@ def estimate(export_dir: Path, out: Path | None = None, timeout: int = 7200, wor
     work = Path(work) if work else REPO / "build" / net / "synth_yosys"
     info, _ = run_yosys(export_dir, work, timeout)
     res = summarize(info["cells"])
-    dsp_nom, dsp_nop = _count(work / "dsp_nomreg.txt"), _count(work / "dsp_nopreg.txt")
+    dsps = dsp_registers((work / "dsp_cells.txt").read_text())
+    dsp_nom = sum(1 for d in dsps if not d["MREG"])
+    dsp_nop = sum(1 for d in dsps if not d["PREG"])
     sta = parse_sta((work / "sta.txt").read_text())
     ltp = parse_ltp((work / "ltp.txt").read_text())
     res.update(
         label="Yosys estimate (synth_xilinx -family xc7), not a Vivado result", tool="yosys",
         yosys_seconds=info["seconds"], network=net, engine=man["engine"], export=str(export_dir),
         device="xc7z020", device_limits=XC7Z020, cells=info["cells"],
-        dsp_unregistered=max(dsp_nom, dsp_nop), dsp_without_mreg=dsp_nom, dsp_without_preg=dsp_nop,
-        timing=dict(label="logic-only estimate: Yosys sta over the xc7 cell delays of cells_sim.v, no routing, "
-                          "CARRY4 chains counted as zero delay; ltp depth counts cells (carries included)",
+        dsp_unregistered=sum(1 for d in dsps if not (d["MREG"] and d["PREG"])), dsp_without_mreg=dsp_nom,
+        dsp_without_preg=dsp_nop,
+        timing=dict(label="logic-only estimate: Yosys sta over the xc7 cell delays of cells_sim.v (Project X-Ray), "
+                          "no routing; MUXF7/MUXF8 count as zero; ltp depth counts cells (carries included)",
                     clock_ns=CLOCK_NS, sta=sta, ltp=ltp,
                     within_clock=bool(sta.get("available") and sta["logic_delay_ns"] < CLOCK_NS)),
     )

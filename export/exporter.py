@@ -28,6 +28,7 @@ import json
 import shutil
 import sys
 import tempfile
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -169,6 +170,7 @@ def manifest(qnet: QNet, plan: HwPlan, n_vectors: int) -> dict:
         preprocess=default_recipe(qnet.dataset, (h, w, c)),
         class_names=list(qnet.class_names) or [f"class{i}" for i in range(cfg.num_classes)],
         engine=dict(n_pe=e.n_pe, n_ci=e.n_ci, mac_units=e.n_pe * e.n_ci, dsp48e1=e.n_pe * e.n_ci // 2,
+                    params=asdict(e),
                     build_params=k["BUILD_PARAMS"], engine_info_hls=k["ENGINE_INFO_HLS"],
                     engine_info_rtl=k["ENGINE_INFO"], act_rows=plan.act_rows, act_bytes=plan.act_bytes(),
                     wring_words=plan.wring_words, wbuf_depth=plan.wbuf_depth, weight_cache=plan.weight_cache,
@@ -222,6 +224,16 @@ def export(qnet: QNet, out_dir: Path, frames_hwc: np.ndarray | None = None,
         shutil.rmtree(stage, ignore_errors=True)
         raise
     return man
+
+
+def load_plan(export_dir: str | Path) -> HwPlan:
+    """The hardware plan of an export, rebuilt from its integers and engine parameters."""
+    export_dir = Path(export_dir)
+    man = json.loads((export_dir / "manifest.json").read_text())
+    params = man["engine"].get("params")
+    if params is None:
+        raise ExportError(str(export_dir), "manifest has no engine.params (exported by an older version: re-export)")
+    return plan_hardware(QNet.load_npz(export_dir / "integers.npz"), EngineParams(**params))
 
 
 def load_checkpoint_qnet(ckpt: str | Path) -> QNet:

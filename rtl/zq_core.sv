@@ -26,6 +26,7 @@ module zq_core #(
 ) (
     input  wire                   clk,
     input  wire                   rst,
+    input  wire                   frame_start,    // a new frame (the weight ring's releases start over)
     input  wire                   start,          // layer constants valid: run the layer
     input  wire                   abort,
     output logic                  busy,           // steps still to issue or in flight
@@ -109,7 +110,7 @@ module zq_core #(
     logic              lg_busy;
 
     zq_loop_gen #(.N_PE(N_PE), .WPG(WPG), .ROW_W(ROW_W), .WR_W(WR_W)) u_loop (
-        .clk(clk), .rst(rst), .start(start), .abort(abort), .busy(lg_busy),
+        .clk(clk), .rst(rst), .frame_start(frame_start), .start(start), .abort(abort), .busy(lg_busy),
         .lg_in(lg_in), .lg_out(lg_out), .k3(k3), .s2(s2), .ci_chunks(ci_chunks), .co_groups(co_groups),
         .co_last(co_last), .lg_band(lg_band), .ring_fed(ring_fed), .src_base(src_base), .src_lg_rows(src_lg_rows),
         .in_rows(in_rows), .w_off(w_off), .w_blk(w_blk), .w_res(w_res),

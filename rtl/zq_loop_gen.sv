@@ -29,6 +29,7 @@ module zq_loop_gen #(
 ) (
     input  wire               clk,
     input  wire               rst,
+    input  wire               frame_start,  // a new frame: no weight-ring word is released yet
     input  wire               start,        // layer constants below are valid from here on
     input  wire               abort,
     output logic              busy,         // counters running (until the last step is issued)
@@ -117,7 +118,7 @@ module zq_loop_gen #(
     wire [11:0] rel_rows  = (next_row0 < {11'd0, c_k3}) ? 12'd0 : next_row0 - {11'd0, c_k3};
 
     always_ff @(posedge clk) begin
-        if (rst || abort) begin
+        if (rst || abort || frame_start) begin
             state <= G_IDLE;
             busy  <= 1'b0;
             rows_release <= '0;

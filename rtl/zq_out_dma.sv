@@ -2,12 +2,15 @@
 //
 // Units of N_PE bytes arrive with their byte address and the number of units
 // left in their contiguous run (the rows of one channel group in one band).
-// A burst takes as many units from the head of the FIFO as fit 16 beats, end
-// before the next 128-byte boundary (so no burst crosses a 4 KiB page) and stay
-// in the run; it is issued once those units are all in the FIFO. `full` asks
-// the MAC array to stop issuing while a pipeline's worth of results could
-// still overflow the FIFO. `idle`: nothing queued or in flight. `abort` drops
-// the queued units that no burst has started on (a burst once issued completes).
+// Bursts are formed as the units arrive: a burst opens at a unit's address and
+// takes as many units as fit 16 beats, end before the next 128-byte boundary
+// (so no burst crosses a 4 KiB page) and stay in the run; when its last unit
+// is in the data FIFO its command goes to the command FIFO. The writer
+// (zq_axi_wr) issues the commands' AW as they come and sends their data back
+// to back. `full` asks the MAC array to stop issuing while a pipeline's worth
+// of results could still overflow the FIFO. `idle`: nothing queued or in
+// flight. `abort` stops new bursts; the bursts already issued are written out,
+// then both FIFOs and a half-formed burst are dropped.
 `default_nettype none
 
 module zq_out_dma #(
@@ -43,77 +46,97 @@ module zq_out_dma #(
     localparam BPU   = N_PE / 8;                  // beats per unit
     localparam UPB   = 16 / BPU;                  // units per 16-beat burst
     localparam CNT_W = $clog2(DEPTH + 1);
-
-    logic [4:0]  units_left;    // units of the current burst still to send
-    wire         sending = units_left != '0;
+    localparam BT_W  = (BPU > 1) ? $clog2(BPU) : 1;
 
     initial begin
-        if (N_PE < 8 || N_PE % 8 != 0) $error("zq_out_dma: N_PE=%0d: units must be whole 64-bit beats", N_PE);
+        if (N_PE < 8 || N_PE % 8 != 0 || N_PE > 128) $error("zq_out_dma: N_PE=%0d: units must be 1..16 whole 64-bit beats", N_PE);
         if (MARGIN >= DEPTH) $error("zq_out_dma: MARGIN=%0d >= DEPTH=%0d", MARGIN, DEPTH);
     end
 
-    // ---- unit FIFO ------------------------------------------------------------------
-    logic              f_valid, f_pop;
-    logic [31:0]       f_addr;
-    logic [15:0]       f_left;
-    logic [N_PE*8-1:0] f_data;
-    logic [CNT_W-1:0]  f_count;
-    zq_fifo #(.DATA_W(32 + 16 + N_PE * 8), .DEPTH(DEPTH)) u_fifo (
-        .clk(clk), .rst(rst || (abort && !sending)), .in_valid(in_valid && !abort), .in_ready(),
-        .in_data({in_addr, in_left, in_data}),
-        .out_valid(f_valid), .out_ready(f_pop), .out_data({f_addr, f_left, f_data}), .count(f_count)
-    );
-    always_ff @(posedge clk) full <= f_count >= CNT_W'(DEPTH - MARGIN);
+    logic flush;                  // abort, once no issued burst has beats left
 
-    // ---- burst formation ------------------------------------------------------------
-    wire [7:0]  to_boundary = (8'd128 - {1'b0, f_addr[6:0]}) >> $clog2(N_PE);   // units before the 128-B line ends
-    wire [15:0] lim0 = (to_boundary < 8'(UPB)) ? 16'(to_boundary) : 16'(UPB);
-    wire [15:0] units = (f_left < lim0) ? f_left : lim0;
-    wire        ready_burst = f_valid && (32'(f_count) >= 32'(units));
-
-    logic        cmd_valid, cmd_ready;
-    logic [4:0]  cmd_beats;
-    logic [31:0] cmd_addr;
-    logic [$clog2(BPU+1)-1:0] beat;
-
-    logic        in_ready;
-    assign cmd_valid = ready_burst && !sending && !abort;
-    assign cmd_addr  = f_addr;
-    assign cmd_beats = 5'(units * BPU);
-
-    always_ff @(posedge clk) begin
-        if (rst) begin
-            units_left <= '0;
-            beat       <= '0;
-        end else if (cmd_valid && cmd_ready) begin
-            units_left <= 5'(units);
-            beat       <= '0;
-        end else if (in_ready && sending) begin
-            if (32'(beat) == BPU - 1) begin
-                beat       <= '0;
-                units_left <= units_left - 5'd1;
+    // ---- burst formation at the input ------------------------------------------------------
+    logic [4:0]  b_left;          // units still to come for the burst being formed (0: none open)
+    logic [4:0]  b_units;
+    logic [31:0] b_addr;
+    wire [7:0]  to_boundary = (8'd128 - {1'b0, in_addr[6:0]}) >> $clog2(N_PE);   // units before the line ends
+    wire [15:0] lim0  = (to_boundary < 8'(UPB)) ? 16'(to_boundary) : 16'(UPB);
+    wire [4:0]  n_new = 5'((in_left < lim0) ? in_left : lim0);
+    wire        take  = in_valid && !abort;
+    logic        c_push;
+    logic [31:0] c_addr;
+    logic [4:0]  c_units;
+    always_comb begin
+        c_push  = 1'b0;
+        c_addr  = b_addr;
+        c_units = b_units;
+        if (take) begin
+            if (b_left == '0) begin
+                c_push  = n_new == 5'd1;
+                c_addr  = in_addr;
+                c_units = 5'd1;
             end else begin
-                beat <= beat + 1'b1;
+                c_push  = b_left == 5'd1;
             end
         end
     end
-    assign f_pop = sending && in_ready && (32'(beat) == BPU - 1);
+    always_ff @(posedge clk) begin
+        if (rst || flush || abort) begin
+            b_left <= '0;
+        end else if (take) begin
+            if (b_left == '0) begin
+                b_left  <= n_new - 5'd1;
+                b_units <= n_new;
+                b_addr  <= in_addr;
+            end else begin
+                b_left <= b_left - 5'd1;
+            end
+        end
+    end
 
-    logic wr_idle;
+    // ---- data and command FIFOs -------------------------------------------------------------
+    logic              f_valid, f_pop;
+    logic [N_PE*8-1:0] f_data;
+    logic [CNT_W-1:0]  f_count;
+    zq_fifo #(.DATA_W(N_PE * 8), .DEPTH(DEPTH)) u_data (
+        .clk(clk), .rst(rst || flush), .in_valid(take), .in_ready(), .in_data(in_data),
+        .out_valid(f_valid), .out_ready(f_pop), .out_data(f_data), .count(f_count)
+    );
+    always_ff @(posedge clk) full <= f_count >= CNT_W'(DEPTH - MARGIN);
+
+    logic        cq_valid, cq_ready;
+    logic [31:0] cq_addr;
+    logic [4:0]  cq_units;
+    zq_fifo #(.DATA_W(32 + 5), .DEPTH(DEPTH)) u_cmd (
+        .clk(clk), .rst(rst || flush), .in_valid(c_push), .in_ready(), .in_data({c_addr, c_units}),
+        .out_valid(cq_valid), .out_ready(cq_ready && !abort), .out_data({cq_addr, cq_units}), .count()
+    );
+
+    // ---- writer --------------------------------------------------------------------------------
+    logic          in_ready, wr_idle, w_busy;
+    logic [BT_W-1:0] beat;
+    always_ff @(posedge clk) begin
+        if (rst || flush)                beat <= '0;
+        else if (in_ready && f_valid)    beat <= (32'(beat) == BPU - 1) ? '0 : beat + 1'b1;
+    end
+    assign f_pop = in_ready && f_valid && (32'(beat) == BPU - 1);
+
     zq_axi_wr #(.ADDR_W(32), .DATA_W(64), .MAX_OUT(MAX_OUT)) u_wr (
-        .clk(clk), .rst(rst), .cmd_valid(cmd_valid), .cmd_ready(cmd_ready), .cmd_addr(cmd_addr),
-        .cmd_beats(cmd_beats), .in_valid(sending), .in_ready(in_ready), .in_data(f_data[beat*64 +: 64]),
+        .clk(clk), .rst(rst), .cmd_valid(cq_valid && !abort), .cmd_ready(cq_ready), .cmd_addr(cq_addr),
+        .cmd_beats(5'(cq_units * BPU)), .in_valid(f_valid), .in_ready(in_ready),
+        .in_data(f_data[beat*64 +: 64]),
         .m_awvalid(m_awvalid), .m_awready(m_awready), .m_awaddr(m_awaddr), .m_awlen(m_awlen),
         .m_wvalid(m_wvalid), .m_wready(m_wready), .m_wdata(m_wdata), .m_wlast(m_wlast),
-        .m_bvalid(m_bvalid), .m_bready(m_bready), .m_bresp(m_bresp), .err(err), .idle(wr_idle)
+        .m_bvalid(m_bvalid), .m_bready(m_bready), .m_bresp(m_bresp), .err(err), .idle(wr_idle), .w_busy(w_busy)
     );
+    assign flush = abort && !w_busy;
 
     always_ff @(posedge clk) begin
         if (rst) bytes_written <= '0;
         else if (m_wvalid && m_wready) bytes_written <= bytes_written + 32'd8;
     end
 
-    assign idle = wr_idle && !f_valid && !sending;
+    assign idle = wr_idle && !f_valid && !cq_valid && (b_left == '0);
 
 endmodule
 

@@ -455,7 +455,7 @@ module zq_top #(
     );
 
     zq_core #(.N_PE(N_PE), .N_CI(N_CI), .ROW_W(ROW_W), .WR_W(WR_W), .GAP_ROWS(GAP_ROWS)) u_core (
-        .clk(ap_clk), .rst(rst_any), .start(layer_start), .abort(abort), .busy(core_busy),
+        .clk(ap_clk), .rst(rst_any), .frame_start(frame_start), .start(layer_start), .abort(abort), .busy(core_busy),
         .lg_in(c_lg_in), .lg_out(c_lg_out), .k3(c_k3), .s2(c_s2), .ci_chunks(c_chunks), .co_groups(c_groups),
         .co_last(c_co_last), .lg_band(c_lg_band), .ring_fed(c_ring), .src_signed(c_src_signed),
         .src_base(c_src_base), .src_lg_rows(c_src_lg_rows), .in_rows(c_in_rows), .dst_kind(c_dst_kind),

@@ -21,7 +21,7 @@ import numpy as np
 
 from zynqflow.host.accelerator import Backend
 from zynqflow.host.errors import AcceleratorError, BackendError
-from zynqflow.host.manifest import Export, find_regmap
+from zynqflow.host.manifest import Export
 
 from .rtl_fast import CLOCK_HZ, FastBuild, RtlFastError, SimSpec, cycle_budget, run_sharded
 
@@ -42,9 +42,7 @@ class RtlFastBackend(Backend):
             lib = FastBuild(export.dir).build()
         except RtlFastError as e:
             raise BackendError(f"rtl-fast backend: {e}") from e
-        rm = find_regmap(export, regmap)
-        self.spec = SimSpec(str(lib), export.bytes_per_frame, export.num_classes, regmap=dict(rm.offsets),
-                            ctrl={b: rm.mask(b) for b in ("ap_start", "auto_restart")})
+        self.spec = SimSpec.for_export(lib, export.dir)
         self.workers, self.backpressure, self.seed = workers, float(backpressure), seed
         self.last = None
 

@@ -25,8 +25,12 @@ Layers of this module:
 :func:`run_sharded` one simulator per process of a pool, each on slices of the frames.
 :func:`run_export`  build + shard + compare with ``zynqflow.spec.golden``.
 
-Register offsets and AP_CTRL bits always come from Python (``rtl/regmap.json``
-by default, or the ``regmap=``/``ctrl=`` a caller passes); the C++ side has none.
+Register offsets and AP_CTRL bits always come from Python (the engine
+specification, ``zynqflow.spec.engine``, by default, or the ``regmap=``/``ctrl=``
+a caller passes); the C++ side has none. The engine's two AXI4 masters get the
+memory model of the specification (``spec.engine.MEMORY_MODEL``): the weight
+image (``weights.bin``) is loaded at :data:`WTS_BASE` and the DDR tensors live
+from :data:`ACT_BASE` on.
 """
 
 from __future__ import annotations
@@ -41,7 +45,7 @@ import shutil
 import subprocess
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
@@ -49,7 +53,8 @@ import numpy as np
 
 from zynqflow.spec.paths import REPO
 
-from .rtl_params import load_regmap, rtl_params, svh_text
+from zynqflow.spec import engine as E
+
 from .rtl_sim import RTL_DIR, RTL_SOURCES, VERILATOR_ARGS, net_name
 
 HARNESS_DIR = Path(__file__).resolve().parent / "harness"
@@ -66,8 +71,10 @@ VERILATOR_FLAGS = ["--cc", "--exe", "--build", "-O3", "--x-assign", "fast", "--x
 CFLAGS = ["-fPIC", "-DVL_USER_FATAL", "-DVL_USER_WARN", "-DVL_USER_STOP"]
 # the wheel's verilated.mk leaves CFG_CXXFLAGS_PCH_I empty: a plain --build fails on the precompiled header
 MAKEFLAGS = ["CFG_CXXFLAGS_PCH_I=-include", "OPT_FAST=-O2", "OPT_SLOW=-O1", "OPT_GLOBAL=-O2"]
-ROM_KEYS = ("weights.mem", "biases.mem", "layers.mem")
-DEFAULT_REGS = ("status", "cycles_last", "frames_done")
+DEFAULT_REGS = ("status", "cycles_last", "frames_done", "dram_stall_cycles", "dram_rd_bytes", "dram_wr_bytes")
+WTS_BASE = 0x1000_0000   # where the weight image is loaded (4 KiB aligned, inside the DDR window)
+ACT_BASE = 0x1800_0000   # the DDR tensors (the export's scratch_bytes from here)
+MEM_BYTES = E.DDR_WINDOW_BYTES
 KEEP_BUILDS = 4          # per network: older unused builds are removed
 FLAG_NAMES = {1: "output frame short of n_classes beats", 2: "output frame longer than n_classes beats",
               4: "register reads overtaken by the next frame", 8: "register read answered other than OKAY"}
@@ -140,20 +147,20 @@ def error_lines(log: str, limit: int = 25) -> list[str]:
 class FastBuild:
     """One shared library: RTL + parameters + harness, cached on disk.
 
-    ``export_dir``  the export whose parameters (``rtl_params.svh``) and ROM images are built in;
-    ``sources``     RTL files (default ``rtl/`` in ``RTL_SOURCES`` order) and ``top`` the top module;
-    ``maxi``        the top has AXI4 master ports m_axi_wts / m_axi_act: compile the memory models
-                    in (``-DZQ_MAXI=1``);
-    ``params``      ``f(mem_dir) -> text of rtl_params.svh`` (default: :func:`rtl_params.svh_text`
-                    of the export, ROM paths pointing into the build's own ``mem/`` copy);
-    ``rom_files``   files copied into ``mem/`` and hashed (default: the export's three ``.mem``);
+    ``export_dir``  the export whose parameters (``rtl_params.svh``) are built in;
+    ``sources``     RTL files (default ``rtl/`` in ``RTL_SOURCES`` order, ``rtl/`` on the include
+                    path for ``zq_spec.svh``) and ``top`` the top module;
+    ``maxi``        the top has AXI4 master ports m_axi_wts / m_axi_act (the engine has): compile
+                    the memory models in (``-DZQ_MAXI=1``);
+    ``params``      ``f(mem_dir) -> text of rtl_params.svh`` (default: the export's file);
+    ``rom_files``   files copied into ``mem/`` and hashed (default: none; the engine has no ROMs);
     ``root``        where builds are cached (default ``build/sim``).
     The model class is always ``Vzq_top`` (``--prefix``), whatever the top module is called.
     """
 
-    def __init__(self, export_dir, *, sources: Sequence[Path] | None = None, top: str = TOP, maxi: bool = False,
+    def __init__(self, export_dir, *, sources: Sequence[Path] | None = None, top: str = TOP, maxi: bool = True,
                  params: Callable[[Path], str] | None = None, rom_files: Sequence[Path] | None = None,
-                 include_dirs: Sequence[Path] = (), tag: str = "", jobs: int | None = None,
+                 include_dirs: Sequence[Path] | None = None, tag: str = "", jobs: int | None = None,
                  root: Path | None = None):
         self.export_dir = Path(export_dir).resolve()
         if not (self.export_dir / "manifest.json").is_file():
@@ -162,13 +169,16 @@ class FastBuild:
         self.sources = [Path(s).resolve() for s in (sources or [RTL_DIR / s for s in RTL_SOURCES])]
         self.top = top
         self.maxi = bool(maxi)
-        self.include_dirs = [Path(d).resolve() for d in include_dirs]
-        self.rom_files = [Path(f) for f in (rom_files if rom_files is not None
-                                             else [self.export_dir / k for k in ROM_KEYS])]
+        self.include_dirs = [Path(d).resolve() for d in (include_dirs if include_dirs is not None
+                                                          else ([RTL_DIR] if sources is None else []))]
+        self.rom_files = [Path(f) for f in (rom_files or [])]
         missing = [str(f) for f in self.sources + self.rom_files if not f.is_file()]
         if missing:
             raise RtlFastError(f"missing build inputs: {', '.join(missing)}")
-        self._params = params or (lambda mem_dir: svh_text(rtl_params(self.export_dir, mem_dir), "", load_regmap()))
+        svh = self.export_dir / "rtl_params.svh"
+        if params is None and not svh.is_file():
+            raise RtlFastError(f"{self.export_dir}: no rtl_params.svh (re-export the network: make export)")
+        self._params = params or (lambda mem_dir: svh.read_text())
         self.jobs = jobs or min(4, os.cpu_count() or 1)
         self.exe, self.env = verilator_env()
         key = hashlib.sha1()
@@ -397,20 +407,18 @@ class MemPort:
 class FastSim:
     """One free-running model of the RTL in this process.
 
-    ``regmap`` {register name: offset} (default ``rtl/regmap.json``) and ``ctrl`` {AP_CTRL bit name:
-    mask} (default from the same file) are all the C++ side knows of the register map.
+    ``regmap`` {register name: offset} and ``ctrl`` {AP_CTRL bit name: mask} (default: the RTL
+    twin's map in the engine specification) are all the C++ side knows of the register map.
     ``in_bytes`` / ``n_classes``: bytes per input frame and logits per output frame."""
 
     def __init__(self, lib, *, in_bytes: int, n_classes: int, regmap: Mapping[str, int] | None = None,
                  ctrl: Mapping[str, int] | None = None, reg_delay: int = 4):
         self.lib_path = str(lib)
         self.lib = load_library(lib)
-        if regmap is None or ctrl is None:
-            rm = load_regmap()
-            regmap = regmap if regmap is not None else rm["offsets"]
-            if ctrl is None:
-                bits = next(r for r in rm["registers"] if r["name"] == "AP_CTRL")["bits"]
-                ctrl = {b["name"]: 1 << int(b["bit"]) for b in bits}
+        if regmap is None:
+            regmap = E.offsets("rtl")
+        if ctrl is None:
+            ctrl = {b.name: b.mask for b in E.AP_CTRL_BITS}
         self.regmap, self.ctrl = dict(regmap), dict(ctrl)
         if in_bytes % 4:
             raise ValueError(f"{in_bytes} bytes per frame is not a whole number of 32-bit beats")
@@ -486,6 +494,31 @@ class FastSim:
 
     def mem(self, port: str) -> MemPort:
         return MemPort(self, port)
+
+    def attach_memory(self, weights: bytes, memory: Mapping[str, int] | None = None, wts_base: int = WTS_BASE,
+                      act_base: int = ACT_BASE, r_gap: float = 0.0, w_gap: float = 0.0, seed: int = 1) -> None:
+        """The DDR as the engine sees it: both AXI4 slave memories configured with ``memory``
+        (:class:`zynqflow.spec.engine.MemoryModel` fields; default the specification's), the weight
+        image at ``wts_base``, and the ``wts`` / ``act`` base registers written."""
+        if not self.maxi:
+            raise RtlFastError("attach_memory: this model was built without AXI4 master ports")
+        m = dict(asdict(E.MEMORY_MODEL)) if memory is None else dict(memory)
+        kw = dict(size=MEM_BYTES, read_latency=m["read_latency"], write_latency=m["write_latency"],
+                  max_reads=m["max_reads"], max_writes=m["max_writes"], max_burst=E.AXI_BURST_BEATS,
+                  r_gap=r_gap, aw_gap=w_gap, w_gap=w_gap)
+        for k, port in enumerate(MAXI_PORTS):
+            self.mem(port).configure(seed=seed + k, **kw)
+        self.mem("wts").write(wts_base, weights)
+        self.write64("wts", wts_base)
+        self.write64("act", act_base)
+
+    def layer_cycles(self, n_layers: int) -> list[dict[str, int]]:
+        """The last frame's cycles and memory-stall cycles of each layer (``layer_sel`` registers)."""
+        out = []
+        for i in range(n_layers):
+            self.write("layer_sel", i)
+            out.append(dict(cycles=self.read("layer_cycles"), stalls=self.read("layer_stalls")))
+        return out
 
     def _mem_call(self, fn: str, *args) -> None:
         self._check(getattr(self.lib, fn)(self._h, *args), fn)
@@ -605,10 +638,27 @@ class SimSpec:
     ctrl: dict | None = None
     regs: tuple = DEFAULT_REGS
     reg_delay: int = 4
+    weights: str | None = None        # weights.bin: loaded into the wts memory (AXI4 master builds)
+    memory: dict | None = None        # MemoryModel fields (default the specification's)
+    mem_gap: float = 0.0              # probability per cycle of an R gap / AWREADY or WREADY low
+    n_layers: int = 0                 # read the per-layer counters after each batch
 
-    def make(self) -> FastSim:
+    @classmethod
+    def for_export(cls, lib, export_dir, **kw) -> "SimSpec":
+        man = json.loads((Path(export_dir) / "manifest.json").read_text())
+        in_bytes = int(man["input"].get("bytes_per_frame", int(np.prod(man["input"]["shape"]))))
+        w = Path(export_dir) / "weights.bin"
+        kw.setdefault("n_layers", len(man.get("layers", [])))
+        return cls(str(lib), in_bytes, int(man["output"]["classes"]), weights=str(w) if w.is_file() else None, **kw)
+
+    def make(self, seed: int = 1) -> FastSim:
         sim = FastSim(self.lib, in_bytes=self.in_bytes, n_classes=self.n_classes, regmap=self.regmap,
                       ctrl=self.ctrl, reg_delay=self.reg_delay)
+        if sim.maxi:
+            if self.weights is None:
+                raise RtlFastError("the engine reads its weights from DDR: no weights.bin given (SimSpec.weights)")
+            sim.attach_memory(Path(self.weights).read_bytes(), self.memory, r_gap=self.mem_gap, w_gap=self.mem_gap,
+                              seed=seed)
         sim.start(auto_restart=True)
         return sim
 
@@ -626,6 +676,7 @@ class ShardResult(_RegisterViews):
     workers: dict[int, dict] = field(default_factory=dict)   # pid -> cycles, seconds (C++ loop), frames
     wall_s: float = 0.0               # the parallel part, pool start-up included
     backpressure: float = 0.0
+    layers: list | None = None        # per layer {cycles, stalls} of the last frame of the last slice
 
     @property
     def frames_done_per_worker(self) -> dict[int, int]:
@@ -671,15 +722,32 @@ class ShardResult(_RegisterViews):
 _WORKER: FastSim | None = None
 
 
+_WORKER_SPEC: SimSpec | None = None
+
+
 def _worker_init(spec: SimSpec) -> None:
-    global _WORKER
-    _WORKER = spec.make()
+    global _WORKER, _WORKER_SPEC
+    _WORKER, _WORKER_SPEC = spec.make(seed=os.getpid()), spec
 
 
-def _worker_run(index: int, frames: np.ndarray, backpressure: float, seed: int, budget: int,
-                regs: tuple) -> dict:
-    b = _WORKER.run_frames(frames, regs=regs, backpressure=backpressure, seed=seed, frame_budget=budget)
-    return dict(index=index, pid=os.getpid(), batch=b)
+def _run_chunk(sim: FastSim, spec: SimSpec, index: int, frames: np.ndarray, backpressure: float, seed: int,
+               budget: int) -> dict:
+    """One slice of frames; with it the AXI4 memories' counters (cumulative since the simulator
+    was made) and the last frame's per-layer counters."""
+    b = sim.run_frames(frames, regs=spec.regs, backpressure=backpressure, seed=seed, frame_budget=budget)
+    r = dict(index=index, pid=os.getpid(), batch=b)
+    if sim.maxi:
+        r["mem"] = {p: sim.mem(p).stats() for p in MAXI_PORTS}
+        msgs = [f"{p}: {m}" for p in MAXI_PORTS for m in sim.mem(p).messages()]
+        if msgs:
+            raise RtlFastError(f"AXI4 protocol errors on the engine's master ports: {'; '.join(msgs[:5])}")
+    if spec.n_layers:
+        r["layers"] = sim.layer_cycles(spec.n_layers)
+    return r
+
+
+def _worker_run(index: int, frames: np.ndarray, backpressure: float, seed: int, budget: int) -> dict:
+    return _run_chunk(_WORKER, _WORKER_SPEC, index, frames, backpressure, seed, budget)
 
 
 def _chunks(n: int, workers: int, chunk: int | None) -> list[tuple[int, int]]:
@@ -701,11 +769,10 @@ def run_sharded(spec: SimSpec, frames: np.ndarray, *, workers: int | None = None
     t0 = time.perf_counter()
     done = 0
     if workers == 1:
-        sim = spec.make()
+        sim = spec.make(seed=seed)
         try:
             for k, (a, b) in enumerate(spans):
-                results[k] = dict(index=k, pid=os.getpid(), batch=sim.run_frames(
-                    frames[a:b], regs=spec.regs, backpressure=backpressure, seed=seed + k, frame_budget=frame_budget))
+                results[k] = _run_chunk(sim, spec, k, frames[a:b], backpressure, seed + k, frame_budget)
                 done += b - a
                 if progress:
                     progress(done, n)
@@ -716,7 +783,7 @@ def run_sharded(spec: SimSpec, frames: np.ndarray, *, workers: int | None = None
 
         ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
         with ProcessPoolExecutor(workers, mp_context=ctx, initializer=_worker_init, initargs=(spec,)) as pool:
-            futs = [pool.submit(_worker_run, k, frames[a:b], backpressure, seed + k, frame_budget, spec.regs)
+            futs = [pool.submit(_worker_run, k, frames[a:b], backpressure, seed + k, frame_budget)
                     for k, (a, b) in enumerate(spans)]
             try:
                 for fu in as_completed(futs):
@@ -738,6 +805,9 @@ def run_sharded(spec: SimSpec, frames: np.ndarray, *, workers: int | None = None
         w["frames"] += len(batches[k])
         if "frames_done" in batches[k].regs and len(batches[k]):
             w["frames_done"] = max(w.get("frames_done", 0), int(batches[k].regs["frames_done"][-1]))
+        if "mem" in results[k]:   # cumulative counters: the worker's latest
+            if results[k]["mem"]["wts"]["cycles"] >= w.get("mem", {}).get("wts", {}).get("cycles", -1):
+                w["mem"] = results[k]["mem"]
     cat = (lambda xs: np.concatenate(xs)) if batches else (lambda xs: np.zeros(0))
     regs = {r: cat([b.regs[r] for b in batches]) for r in spec.regs}
     return ShardResult(
@@ -745,7 +815,8 @@ def run_sharded(spec: SimSpec, frames: np.ndarray, *, workers: int | None = None
         regs=regs, cycles_measured=cat([b.cycles_measured for b in batches]), flags=cat([b.flags for b in batches]),
         periods=cat([np.diff(b.out_last) for b in batches]),
         chunk_cycles=[int(b.out_last[-1] - b.in_first[0] + 1) for b in batches if len(b)],
-        workers=per, wall_s=wall, backpressure=backpressure)
+        workers=per, wall_s=wall, backpressure=backpressure,
+        layers=results[len(spans) - 1].get("layers") if spans else None)
 
 
 def run_export(export_dir, frames: np.ndarray, *, workers: int | None = None, chunk: int | None = None,
@@ -757,9 +828,7 @@ def run_export(export_dir, frames: np.ndarray, *, workers: int | None = None, ch
     (``check_golden=False``: no comparison). Raises :class:`LogitMismatch` on the first difference."""
     build = build or FastBuild(export_dir)
     lib = build.build()
-    man = json.loads((Path(export_dir) / "manifest.json").read_text())
-    in_bytes = int(man["input"].get("bytes_per_frame", int(np.prod(man["input"]["shape"]))))
-    spec = SimSpec(str(lib), in_bytes, int(man["output"]["classes"]))
+    spec = SimSpec.for_export(lib, export_dir)
     res = run_sharded(spec, frames, workers=workers, chunk=chunk, backpressure=backpressure, seed=seed,
                       frame_budget=cycle_budget(export_dir, backpressure), progress=progress)
     res.check()

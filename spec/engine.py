@@ -371,58 +371,6 @@ ADDR_ALIGN = 4096
 
 
 # ---------------------------------------------------------------------------
-# Timing of the RTL twin (the cycle model uses these; tests/test_rtl_*.py check them).
-@dataclass(frozen=True)
-class RtlTiming:
-    """Cycle constants of ``rtl/``, each one counted from the pipeline it describes.
-
-    ``mac_pipeline``: cycles from a MAC step's issue by the loop generator to the
-    write of its output word (when it is a pixel's last step): loop-generator
-    register (1), address stage (1), activation RAM read and weight RAM read (2),
-    lane select / zero mask (1), DSP48E1 A/D/B, AD, M and P registers (4), product
-    split (1), two adder-tree stages (2), accumulator (1), requantizer (3:
-    round-and-shift in two steps, ReLU and clamp), write-back register (1).
-    ``layer_setup``: row fetch from the layer table and the per-layer constants
-    (rounding constant, shifts, bases): 3 cycles before the first issue.
-    ``band_switch`` / ``group_switch``: the bias-word read that opens each
-    (band, group) block: 1 cycle in which no MAC step issues.
-    ``frame_setup``: ap_start to the stem accepting beats (2), and the checks of the
-    base addresses (1).
-    ``gap_readout``: GAP RAM read, rounding shift, output register before the
-    first logit beat (3).
-    """
-
-    mac_pipeline: int = 18
-    layer_setup: int = 3
-    group_switch: int = 1
-    frame_setup: int = 3
-    gap_readout: int = 3
-    out_fifo_depth: int = 512
-
-
-RTL_TIMING = RtlTiming()
-
-
-@dataclass(frozen=True)
-class HlsTiming:
-    """Cycle constants of the HLS engine (a model: Vitis schedules are not run here).
-
-    The HLS engine moves data and computes in sequence within a band: for each
-    band it reads the new input rows (one 64-bit beat per cycle), then for each
-    group the block's weights when they are not resident (one beat per cycle),
-    then runs the MAC loop (II = 1, ``mac_pipeline`` cycles of fill), then writes
-    the group's output rows to DDR (one beat per cycle). ``burst_latency`` is the
-    first-word latency charged to every burst of 16 beats."""
-
-    mac_pipeline: int = 12
-    loop_overhead: int = 4
-    burst_latency: int = 32
-
-
-HLS_TIMING = HlsTiming()
-
-
-# ---------------------------------------------------------------------------
 # The DDR memory model (cocotb AxiRam wrapper and the C++ harness): what a
 # PYNQ-Z2 HP port looks like to a 64-bit master at the fabric clock.
 @dataclass(frozen=True)
