@@ -596,7 +596,9 @@ def compare_logits(got: np.ndarray, expected: np.ndarray, what: str = "the golde
 # ---- sharding ----------------------------------------------------------------------
 @dataclass
 class SimSpec:
-    """How a worker process makes its simulator (picklable)."""
+    """How a worker process makes its simulator (picklable). ``setup(sim)``, when given, runs
+    before ``ap_start``: e.g. configure the AXI4 memories, load the weight image, write the base
+    registers (a module-level function or a functools.partial of one, so that it pickles)."""
 
     lib: str
     in_bytes: int
@@ -605,10 +607,13 @@ class SimSpec:
     ctrl: dict | None = None
     regs: tuple = DEFAULT_REGS
     reg_delay: int = 4
+    setup: Callable[[FastSim], None] | None = None
 
     def make(self) -> FastSim:
         sim = FastSim(self.lib, in_bytes=self.in_bytes, n_classes=self.n_classes, regmap=self.regmap,
                       ctrl=self.ctrl, reg_delay=self.reg_delay)
+        if self.setup is not None:
+            self.setup(sim)
         sim.start(auto_restart=True)
         return sim
 
