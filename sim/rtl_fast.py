@@ -629,7 +629,9 @@ def compare_logits(got: np.ndarray, expected: np.ndarray, what: str = "the golde
 # ---- sharding ----------------------------------------------------------------------
 @dataclass
 class SimSpec:
-    """How a worker process makes its simulator (picklable)."""
+    """How a worker process makes its simulator (picklable). ``setup(sim)``, when given, runs
+    before ``ap_start``: e.g. configure the AXI4 memories, load the weight image, write the base
+    registers (a module-level function or a functools.partial of one, so that it pickles)."""
 
     lib: str
     in_bytes: int
@@ -642,6 +644,7 @@ class SimSpec:
     memory: dict | None = None        # MemoryModel fields (default the specification's)
     mem_gap: float = 0.0              # probability per cycle of an R gap / AWREADY or WREADY low
     n_layers: int = 0                 # read the per-layer counters after each batch
+    setup: Callable[[FastSim], None] | None = None   # instead of the weights/memory set-up above
 
     @classmethod
     def for_export(cls, lib, export_dir, **kw) -> "SimSpec":
@@ -654,7 +657,9 @@ class SimSpec:
     def make(self, seed: int = 1) -> FastSim:
         sim = FastSim(self.lib, in_bytes=self.in_bytes, n_classes=self.n_classes, regmap=self.regmap,
                       ctrl=self.ctrl, reg_delay=self.reg_delay)
-        if sim.maxi:
+        if self.setup is not None:
+            self.setup(sim)
+        elif sim.maxi:
             if self.weights is None:
                 raise RtlFastError("the engine reads its weights from DDR: no weights.bin given (SimSpec.weights)")
             sim.attach_memory(Path(self.weights).read_bytes(), self.memory, r_gap=self.mem_gap, w_gap=self.mem_gap,

@@ -263,6 +263,31 @@ def test_maxi_memories_through_the_harness(ref, echo):
     s.close()
 
 
+def echo_setup(sim: rf.FastSim, wts: bytes) -> None:
+    """Per simulator (also in a pool's worker processes): memories, weight image, base registers."""
+    sim.mem("wts").configure(size=1 << 24, read_latency=40, r_gap=0.3, seed=5)
+    sim.mem("act").configure(size=1 << 24, write_latency=20, aw_gap=0.2, w_gap=0.2, seed=6)
+    sim.mem("wts").write(0x8000, wts)
+    sim.write64("wts", 0x8000)
+    sim.write64("act", 0x100000)
+
+
+def test_maxi_sharded_with_setup(ref, echo):
+    """Two worker processes, each configuring its memories through SimSpec.setup (random R/AW/W
+    gaps, other latencies): logits as expected, frames_done per worker adds up."""
+    import functools
+
+    wts = np.arange(7, 23, dtype=np.uint32) * 1000003
+    spec = rf.SimSpec(str(echo), 1024, 10, regmap=ECHO_REGS, ctrl=ECHO_CTRL,
+                      setup=functools.partial(echo_setup, wts=wts.tobytes()))
+    frames = ref["frames"][:24]
+    res = rf.run_sharded(spec, frames, workers=2, chunk=4)
+    res.check()
+    assert np.array_equal(res.logits, echo_expected(frames, wts))
+    assert len(res.workers) == 2 and sum(res.frames_done_per_worker.values()) == 24
+    assert len(set(res.cycles_last.tolist())) > 3       # the random gaps differ frame to frame
+
+
 def test_maxi_latency_and_errors(ref, echo):
     """Read latency +10 -> every frame exactly 10 cycles longer (one read round trip per frame);
     write latency +5 -> 8 bursts x 5 = 40 cycles longer; an SLVERR range on act reads and a
