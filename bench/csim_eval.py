@@ -7,7 +7,9 @@ builds and runs the C testbench (``hls/tb/tb_zq_top.cpp``) on the export's
 vectors, then runs ``--frames`` test-set frames through the C simulation
 (:class:`zynqflow.sim.csim.CSim`) and the numpy golden model and writes
 ``csim.json`` (frames, top1, mismatches_vs_golden, golden_top1, seconds, fps,
-network_id). Exit status 1 on any mismatch, 2 on a usage or build error.
+network_id, testbench_rc, the registers after the run). The C simulation reads
+the export's weight image (``weights.bin``) from its simulated DDR. Exit status 1
+on any mismatch, 2 on a usage or build error.
 """
 
 from __future__ import annotations
@@ -107,7 +109,6 @@ def main(argv=None) -> int:
         testbench_rc=tb_rc,
         ckpt_matches_export=ckpt_ok,
         registers={k: regs[k] for k in REG_NAMES},
-        cycles_per_frame_modelled=regs["cycles_last"],
     )
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(res, indent=2) + "\n")

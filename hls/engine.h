@@ -1,420 +1,791 @@
-// Generic templates of the layer-sequential ZynqNet-style engine (Vitis HLS,
-// synthesizable subset of UG1399: static sizes, no heap, no recursion, every
-// loop bounded). Style of hls4ml's nnet_utils / finn-hlslib: everything here
-// is parameterised by a small config struct C (built in zq_top.cpp from the
-// generated net_params.h), so one engine serves every exported network.
+// The DDR-streaming engine, Vitis HLS C++ (synthesizable subset of UG1399:
+// static sizes from net_params.h, no heap, no recursion, every loop bounded).
+// It runs the layer table of spec/engine.py exactly as the word-level model
+// sim/engine_model.py does (the reference for the algorithm and every address)
+// and as the RTL twin rtl/ does, with the same memories and layouts:
 //
-// Microarchitecture (the RTL twin copies it literally):
+// * the activation RAM act[WPG][ACT_ROWS] of N_CI 8-bit lanes: channel word cw
+//   of row y, column x of a region at `base` lives in bank cw mod WPG, row
+//   base + ((cw / WPG) << (lg_rows + lg_w)) + ((y mod 2^lg_rows) << lg_w) + x;
+//   a whole tensor has lg_rows = lg_size, a ring (the stem's, or a DDR tensor's
+//   input rows) fewer rows, slot y mod 2^lg_rows;
+// * the weight ring wbuf[WBUF_DEPTH] of N_PE x N_CI int8 words (64-bit beats in
+//   BPW banks): image word i in slot i mod 2^WR_W, or the whole image when
+//   WEIGHT_CACHE (read once, see below); block = bias word (N_PE int32) then
+//   k*k*ci_chunks weight words, byte pe*N_CI + ci = w[pe][ci];
+// * DDR tensors at act + src_ddr / dst_ddr, stored [channel group][y][x][N_PE bytes];
+// * the GAP sums gap[GAP_ROWS][N_PE], logits = round_shift(sum, GAP_SHIFT).
 //
-//   s_axis_in --> load() --BUF0 (PIPO)--> compute() --logits--> write_out() --> m_axis_out
-//                                           |  N_PE x N_CI MAC array, layer table,
-//                                           |  activation RAM (BUF1..), GAP accumulators
+// Data movement (sequential: the HLS engine does not overlap DMA with compute
+// the way the RTL twin does): per frame, the weight image header is read and
+// checked (and the whole image when it is cached and the cache is empty); per
+// layer and band of output rows, first the band's new input rows are loaded
+// into the ring (from the stream through the stem, or from DDR), then for each
+// output-channel group its weight block is read into the ring when it is not
+// there yet (as many words as the ring may hold, like the model), the MAC loop
+// runs (one N_PE x N_CI step per cycle, II=1), and the outputs go to the
+// activation RAM (inside the MAC loop), to DDR (a burst per pass of output
+// rows, after the MAC loop) or to the GAP sums.
 //
-// * load(): reads IN_BYTES/4 beats (4 pixels per beat, little endian) into a
-//   frame store, checks TLAST (short / long frames), then writes BUF0 one
-//   byte per cycle: the im2col of the frame when IM2COL==1 (channel
-//   j = (ky*K + kx)*IN_CH + c of output pixel (oy,ox) = input pixel
-//   (oy*S+ky-K/2, ox*S+kx-K/2, c), zero outside the image and for
-//   j >= IM2COL_CH), else the frame itself, IN_WORDS words per pixel. (With
-//   IM2COL==0 this is the same loop with K=1, S=1, OUT=IN_SIZE.)
-// * compute(): for each row of the layer table, one flattened loop
-//   `g, oy, ox, ky, kx, c` with II=1: one N_PE x N_CI MAC-array step per
-//   iteration (co_groups * out_size^2 * k^2 * ci_chunks iterations), then the
-//   requantization of each (g, oy, ox) and a write of up to N_PE/N_CI words
-//   into the destination buffer (or an add into the GAP accumulators for
-//   is_last rows). After the last layer: logits = GAP sums rounded >> GAP_SHIFT.
-// * write_out(): N_CLASSES beats (or an error frame) and the registers.
+// The stem: the first layer reads the stem tensor, the im2col of the frame
+// (STEM_IM2COL: lane j = (ky*K + kx)*IN_CH + c of pixel (oy, ox) = frame pixel
+// (oy*S + ky - K/2, ox*S + kx - K/2), channel c; zero outside the frame and for
+// j >= K*K*IN_CH) or else the channel-padded frame (K = S = 1). Its rows are
+// built on demand from a ring of RAW_RR raw frame rows, which is filled from
+// s_axis_in as the rows are needed (rtl/zq_stem.sv does the same).
 //
-// Storage:
-// * BUF0 words are ap_uint<8*N_CI> (input pixels are 8-bit unsigned).
-// * BUF1..BUF{N_BUFS-1} live in one activation RAM, each at a base address
-//   (buf_base[], aligned to WPG = N_PE/N_CI words). A word is
-//   ap_uint<N_CI*A_BITS>, lane ci in bits [ci*A_BITS, (ci+1)*A_BITS). The RAM
-//   is split into WPG banks (word address a -> bank a % WPG, row a / WPG):
-//   a layer output of WPG consecutive words goes to WPG distinct banks in one
-//   cycle, and one word is read per cycle, so each bank needs one read and
-//   one write port (simple dual-port BRAM).
-// * Lanes are stored A_BITS wide without a sign; whether a buffer holds a
-//   signed tensor is a per-buffer flag set when a layer writes it
-//   (out_lo < 0). All writers of a tensor share one format (the exporter
-//   checks it), and a buffer is only reused after its tensor's last read.
+// Framing (spec STATUS_BITS, rtl/zq_stem.sv): 4 bytes per beat, TLAST on beat
+// IN_BYTES/4 - 1; TLAST earlier = short frame (the frame ends there); no TLAST on
+// that beat = long frame (beats are dropped up to the next TLAST; every IN_BYTES/4
+// dropped beats count as one more frame owed an error frame, `drain_frames`).
+// Any error aborts the frame: the rest of the frame is taken up to its TLAST and
+// the answer is 1 + drain_frames error frames of N_CLASSES beats of ERROR_LOGIT.
 #ifndef ZQ_ENGINE_H
 #define ZQ_ENGINE_H
+
+#ifndef ZQ_NET_PARAMS_H
+#error "include the export's net_params.h before engine.h"
+#endif
+
+#include <stdint.h>
+#ifndef __SYNTHESIS__
+#include <stdio.h>
+#endif
 
 #include <ap_int.h>
 #include <hls_stream.h>
 
 #include "zq_axis.h"
+#include "zq_dsp.h"
+#include "zq_spec.h"
 
-// C-simulation speed-up: with -DZQ_CSIM_NATIVE (and never under synthesis)
-// the MAC datapath (lanes, products, dot products, accumulators) uses native
-// ints instead of ap_int, about 10x faster with the hls4ml ap_types headers.
-// The values are the same: lanes are exact, and the exporter's overflow proof
-// (|bias| + k*k*cin*max|w|*max|x| < 2^31) bounds every product, dot product
-// and partial sum, so neither an ap_int width nor a 32-bit int ever wraps.
-// The Vitis flow and the C testbench build without it (exact HLS types).
+// C-simulation speed-up: with -DZQ_CSIM_NATIVE (never under synthesis) the
+// on-chip RAMs of the MAC datapath hold native bytes and words and the MAC
+// array computes in int64 (the same packed-DSP arithmetic, zq_dsp.h); the
+// values are the same bits (the exporter's overflow proof bounds every sum by
+// 2^31). The Vitis flow and the C testbench build without it (exact HLS types).
 #if defined(ZQ_CSIM_NATIVE) && !defined(__SYNTHESIS__)
-#define ZQ_NATIVE_MAC 1
+#define ZQ_NATIVE 1
 #else
-#define ZQ_NATIVE_MAC 0
+#define ZQ_NATIVE 0
 #endif
 
 namespace zq {
 
-constexpr int N_FIELDS = 18;     // fields of one layer-table row (LAYER_FIELDS in export.py)
-constexpr int GAP_BUF = 15;      // dst_buf of the final conv: the GAP accumulators
-constexpr int MAX_BUFS = 16;     // buffer ids are 4 bits
-constexpr int ACC_BITS = 32;     // MAC accumulators (numerics.ACC_BITS)
-constexpr int ERROR_LOGIT = -32768;
+namespace P = zq_net;
+namespace S = zq_spec;
 
 constexpr int cmax(int a, int b) { return a > b ? a : b; }
 constexpr int cmin(int a, int b) { return a < b ? a : b; }
-constexpr int cdiv(int a, int b) { return (a + b - 1) / b; }
-constexpr bool is_pow2(int n) { return n > 0 && (n & (n - 1)) == 0; }
-constexpr int clog2(int n) {  // ceil(log2(n)); loop, not recursion
+constexpr bool is_pow2(long n) { return n > 0 && (n & (n - 1)) == 0; }
+constexpr int clog2(long n) {  // ceil(log2(n)); a loop, not recursion
     int b = 0;
-    while ((1 << b) < n) ++b;
+    while ((1L << b) < n) ++b;
     return b;
 }
 
-// One row of the layer table (field order: LAYER_FIELDS in model/export.py).
-struct LayerDesc {
-    int in_size, out_size, k, stride, ci_chunks, co_groups, cout, relu, shift;
-    int src_buf, dst_buf, dst_word_off, dst_words, w_base, b_base, is_last, out_lo, out_hi;
+// ---- constants of this engine build -------------------------------------------
+constexpr int N_PE = P::N_PE;
+constexpr int N_CI = P::N_CI;
+constexpr int HALF = N_PE / 2;            // DSP pairs per input lane
+constexpr int WPG = N_PE / N_CI;          // channel words per output group (banks)
+constexpr int LG_WPG = clog2(WPG);
+constexpr int LG_PE = clog2(N_PE);
+constexpr int LG_CI = clog2(N_CI);
+constexpr int WORD_BYTES = N_PE * N_CI;   // a weight word
+constexpr int BPW = WORD_BYTES / 8;       // 64-bit beats per weight word
+constexpr int BPU = cmax(1, N_PE / 8);    // beats per DDR unit (a pixel's channel group)
+constexpr int LG_BPU = clog2(BPU);
+constexpr int HDR_BEATS = P::HEADER_BYTES / 8;
+constexpr int IN_BEATS = P::IN_BYTES / 4;
+constexpr int WRING = 1 << P::WR_W;       // ring slots (words)
+constexpr int WBUF = P::WBUF_DEPTH;       // words of the weight RAM
+constexpr int ACT_ROWS = P::ACT_ROWS;
+constexpr int STEM_PAD = P::STEM_K / 2;
+constexpr int STEM_LANES = P::STEM_K * P::STEM_K * P::IN_CH;
+constexpr int STEM_NCOL = (P::STEM_SIZE - 1) * P::STEM_S + P::STEM_K;  // columns scanned per stem row
+constexpr int STEM_UNITS = (P::IN_WORDS + WPG - 1) / WPG;             // activation-RAM rows per stem pixel
+constexpr int GAP_ROWS = P::GAP_ROWS;
+constexpr int OUT_W = 18;                 // requantized values (<= 16 bits, either sign) and out_lo/out_hi
 
-    // MAC-array cycles of the flattened loop nest (HwLayer.cycles()).
-    constexpr int cycles() const { return co_groups * out_size * out_size * k * k * ci_chunks; }
+// ---- figures of the layer table (loop bounds, buffer sizes) --------------------
+constexpr int row_k(const S::LayerRow& r) { return r.k3 ? 3 : 1; }
+
+constexpr bool any_ddr_dst() {
+    bool any = false;
+    for (int l = 0; l < P::N_LAYERS; ++l) any = any || P::LAYERS[l].dst_kind == S::DST_DDR;
+    return any;
+}
+constexpr int max_lg_out_ddr_dst() {
+    int m = 0;
+    for (int l = 0; l < P::N_LAYERS; ++l)
+        if (P::LAYERS[l].dst_kind == S::DST_DDR) m = cmax(m, P::LAYERS[l].lg_out);
+    return m;
+}
+// DDR outputs are written a pass of output rows at a time from an on-chip
+// buffer of OBUF_PIX pixels: at least one output row, 256 pixels when rows are short.
+constexpr int LG_OBUF = any_ddr_dst() ? cmax(8, max_lg_out_ddr_dst()) : 0;
+constexpr int OBUF_PIX = 1 << LG_OBUF;
+
+constexpr int lg_pass(const S::LayerRow& r) {
+    return r.dst_kind == S::DST_DDR ? cmin(r.lg_band, cmax(0, LG_OBUF - r.lg_out)) : r.lg_band;
+}
+constexpr long mac_iters(const S::LayerRow& r) {  // MAC-loop trip count of one pass
+    return (1L << (lg_pass(r) + r.lg_out)) * row_k(r) * row_k(r) * r.ci_chunks;
+}
+constexpr long max_mac_iters() {
+    long m = 1;
+    for (int l = 0; l < P::N_LAYERS; ++l) m = mac_iters(P::LAYERS[l]) > m ? mac_iters(P::LAYERS[l]) : m;
+    return m;
+}
+constexpr int max_lg_in() {
+    int m = 0;
+    for (int l = 0; l < P::N_LAYERS; ++l) m = cmax(m, P::LAYERS[l].lg_in);
+    return m;
+}
+constexpr int max_groups() {
+    int m = 1;
+    for (int l = 0; l < P::N_LAYERS; ++l) m = cmax(m, P::LAYERS[l].co_groups);
+    return m;
+}
+constexpr int max_bands() {
+    int m = 1;
+    for (int l = 0; l < P::N_LAYERS; ++l) m = cmax(m, 1 << (P::LAYERS[l].lg_out - P::LAYERS[l].lg_band));
+    return m;
+}
+constexpr int max_src_cgrps() {
+    int m = 1;
+    for (int l = 0; l < P::N_LAYERS; ++l) m = cmax(m, P::LAYERS[l].src_cgrps);
+    return m;
+}
+constexpr int MAX_MAC_ITERS = (int)max_mac_iters();
+constexpr int MAX_IN_SIZE = 1 << max_lg_in();
+constexpr int MAX_GROUPS = max_groups();
+constexpr int MAX_BANDS = max_bands();
+constexpr int MAX_CGRPS = max_src_cgrps();
+constexpr int MAX_FILL_BEATS = MAX_IN_SIZE * BPU;        // one row of one channel group of a DDR tensor
+constexpr int MAX_PASS_BEATS = OBUF_PIX * BPU;
+constexpr int MAX_WLOAD_BEATS = cmax(WBUF, WRING) * BPW;
+constexpr int STEM_ROW_BYTES = P::IN_SIZE * P::IN_CH;
+
+// ---- types ------------------------------------------------------------------------
+typedef ap_uint<64> ddr_t;            // an m_axi beat
+#if ZQ_NATIVE
+typedef uint64_t wbeat_t;             // a beat of a weight word in the weight RAM
+typedef uint8_t byte_t;
+struct act_word_t {                   // N_CI lanes of the activation RAM
+    uint8_t b[N_CI];
 };
+typedef int64_t acc_t;                // accumulators (|acc| < 2^31 by the exporter's proof)
+typedef int64_t post_t;
+typedef int32_t y_t;
+typedef int64_t gap_t;
+#else
+typedef ap_uint<64> wbeat_t;
+typedef ap_uint<8> byte_t;
+typedef ap_uint<8 * N_CI> act_word_t;
+typedef ap_int<S::ACC_BITS> acc_t;
+typedef ap_int<S::ACC_BITS + 2> post_t;  // acc + rounding constant, shifted
+typedef ap_int<OUT_W> y_t;
+typedef ap_int<S::GAP_BITS> gap_t;
+#endif
+constexpr int SUM_W = 18 + LG_CI + 1;     // a PE's sum of N_CI split products
+typedef ap_int<SUM_W> sum_t;
 
-constexpr LayerDesc layer_desc(const int row[N_FIELDS]) {
-    return LayerDesc{row[0],  row[1],  row[2],  row[3],  row[4],  row[5],  row[6],  row[7],  row[8],
-                     row[9],  row[10], row[11], row[12], row[13], row[14], row[15], row[16], row[17]};
+inline unsigned lane_get(const act_word_t& w, int l) {
+#pragma HLS INLINE
+#if ZQ_NATIVE
+    return w.b[l];
+#else
+    return w.range(8 * l + 7, 8 * l).to_uint();
+#endif
+}
+inline void lane_set(act_word_t& w, int l, unsigned v) {
+#pragma HLS INLINE
+#if ZQ_NATIVE
+    w.b[l] = (uint8_t)v;
+#else
+    w.range(8 * l + 7, 8 * l) = v & 0xFF;
+#endif
+}
+inline act_word_t word_zero() {
+#pragma HLS INLINE
+    act_word_t w;
+#if ZQ_NATIVE
+    for (int l = 0; l < N_CI; l++) w.b[l] = 0;
+#else
+    w = 0;
+#endif
+    return w;
+}
+inline wbeat_t to_wbeat(const ddr_t& d) {
+#pragma HLS INLINE
+#if ZQ_NATIVE
+    return d.to_uint64();
+#else
+    return d;
+#endif
+}
+inline unsigned beat_byte(const wbeat_t& b, int k) {  // byte k (0..7) of a 64-bit beat
+#pragma HLS INLINE
+#if ZQ_NATIVE
+    return (unsigned)(b >> (8 * k)) & 0xFF;
+#else
+    return b.range(8 * k + 7, 8 * k).to_uint();
+#endif
+}
+inline unsigned ddr_byte(const ddr_t& b, int k) {
+#pragma HLS INLINE
+    return b.range(8 * k + 7, 8 * k).to_uint();
+}
+
+// The weight-RAM slot of image word i.
+inline int wslot(int i) {
+#pragma HLS INLINE
+    return P::WEIGHT_CACHE ? i : (i & (WRING - 1));
 }
 
 #ifndef __SYNTHESIS__
-// C simulation only: set by zq_csim_reset(), consumed by write_out().
-inline bool& csim_reset_flag() {
-    static bool flag = false;
-    return flag;
+// C simulation only: a plan the engine cannot run (a ring deadlock, an address out
+// of range) is reported on stderr; a valid export never triggers it.
+inline void plan_error(const char* what, int layer, long a, long b) {
+    fprintf(stderr, "zq_top: layer %d: %s (%ld, %ld): the layer table cannot run on this engine\n", layer, what, a,
+            b);
 }
-#endif
-
-// Per-frame side information passed between the dataflow processes.
-struct FrameInfo {
-    ap_uint<2> status;   // bit0 short frame, bit1 long frame (0: computed)
-    ap_uint<32> cycles;  // modelled cycles so far (see write_out)
-};
-
-// Types derived from the config.
-template <class C>
-struct Types {
-    static constexpr int WPG = C::n_pe / C::n_ci;  // words per output group
-    static constexpr int LOG_WPG = clog2(WPG);
-    static constexpr int LOG_PE = clog2(C::n_pe);
-    static constexpr int X_BITS = cmax(C::a_bits, 8) + 1;  // any input or activation lane, signed
-    static constexpr int DOT_BITS = C::w_bits + X_BITS + clog2(C::n_ci);
-    static constexpr int ACT_ROWS = cmax(1, cdiv(C::act_words, WPG));
-    static constexpr int GAP_ROWS = cdiv(C::gap_ch, C::n_pe);
-    static constexpr int IN_BEATS = C::in_bytes / 4;
-
-    typedef ap_uint<8 * C::n_ci> in_word_t;         // BUF0 word
-    typedef ap_uint<C::a_bits * C::n_ci> act_word_t;  // activation word
-#if ZQ_NATIVE_MAC
-    typedef int x_t;
-    typedef int w_t;
-    typedef int dot_t;
-    typedef int acc_t;
+#define ZQ_PLAN_CHECK(cond, what, layer, a, b) \
+    do {                                         \
+        if (!(cond)) plan_error(what, layer, a, b); \
+    } while (0)
 #else
-    typedef ap_int<X_BITS> x_t;                     // one lane entering the MAC array
-    typedef ap_int<C::w_bits> w_t;
-    typedef ap_int<DOT_BITS> dot_t;                 // sum of N_CI products of one PE
-    typedef ap_int<ACC_BITS> acc_t;
+#define ZQ_PLAN_CHECK(cond, what, layer, a, b) \
+    do {                                         \
+    } while (0)
 #endif
-    typedef ap_int<ACC_BITS + 2> post_t;            // acc + rounding constant, shifted
-    typedef ap_int<18> y_t;                         // requantized value (<= 16 bits, either sign)
-    typedef ap_int<C::out_bits + C::gap_shift + 2> gap_t;
-    typedef ap_int<32> logit_t;
+
+// ---------------------------------------------------------------------------------
+// The input stream: framing state of one frame.
+struct InState {
+    int nbeat;              // beats taken of this frame (<= IN_BEATS)
+    ap_uint<32> cur;        // the current beat, consumed byte by byte
+    int avail;              // bytes of cur not yet consumed
+    bool done;              // the frame's beats are all taken (its end or an early TLAST)
+    bool err_short;
+    bool err_long;          // no TLAST on the last beat: drain to the next TLAST (in_finish)
+    ap_uint<16> drain_frames;  // whole frames of beats dropped after a long frame (16 bits, as the RTL)
 };
 
-// ---------------------------------------------------------------------------
-// Requantization (model/numerics.py requantize): s = shift;
-// y = s > 0 ? (acc + 2^(s-1)) >> s (arithmetic) : acc << -s; ReLU; clamp.
-template <class C>
-typename Types<C>::y_t requantize(typename Types<C>::acc_t acc, int shift, bool relu, int lo, int hi) {
+inline void in_start(InState& st) {
 #pragma HLS INLINE
-    typedef typename Types<C>::post_t post_t;
-    post_t v = acc;
-    if (shift > 0) {
-        v = (v + (post_t(1) << (shift - 1))) >> shift;
-    } else {
-        v = v << (-shift);  // the exporter proves this cannot overflow 32 bits
-    }
-    if (relu && v < 0) v = 0;
-    if (v < lo) v = lo;
-    if (v > hi) v = hi;
-    return typename Types<C>::y_t(v);
+    st.nbeat = 0;
+    st.cur = 0;
+    st.avail = 0;
+    st.done = false;
+    st.err_short = false;
+    st.err_long = false;
+    st.drain_frames = 0;
 }
 
-// Lanes of one word (lane ci in bits [ci*B, (ci+1)*B)) into the MAC inputs,
-// sign-extended when the buffer holds a signed tensor, else zero-extended.
-template <class C, int B>
-void unpack_lanes(const ap_uint<B * C::n_ci>& wd, bool sgn, typename Types<C>::x_t x[C::n_ci]) {
+inline bool in_error(const InState& st) {
 #pragma HLS INLINE
-    typedef typename Types<C>::x_t x_t;
-#if ZQ_NATIVE_MAC
-    if (B * C::n_ci <= 64) {
-        const unsigned long long v = wd.to_uint64();
-        for (int ci = 0; ci < C::n_ci; ci++) {
-            int l = (int)((v >> (B * ci)) & ((1ull << B) - 1));
-            if (sgn && (l >> (B - 1))) l -= 1 << B;
-            x[ci] = l;
+    return st.err_short || st.err_long;
+}
+
+inline void take_beat(hls::stream<zq_axis_in>& s, InState& st) {
+#pragma HLS INLINE
+    const zq_axis_in b = s.read();
+    st.nbeat++;
+    st.cur = b.data;
+    st.avail = 4;
+    if (st.nbeat == IN_BEATS) {
+        st.done = true;
+        if (!b.last) st.err_long = true;
+    } else if (b.last) {
+        st.done = true;
+        st.err_short = true;
+    }
+}
+
+// The frame's next byte (0 once the frame has ended).
+inline byte_t in_byte(hls::stream<zq_axis_in>& s, InState& st) {
+#pragma HLS INLINE
+    if (st.avail == 0) {
+        if (st.done) return 0;
+        take_beat(s, st);
+    }
+    const byte_t b = (byte_t)st.cur.range(7, 0).to_uint();
+    st.cur >>= 8;
+    st.avail--;
+    return b;
+}
+
+// The rest of the frame up to its TLAST (beats the engine did not need, or all of
+// them after an abort), then, after a long frame, the drain to the next TLAST.
+inline void in_finish(hls::stream<zq_axis_in>& s, InState& st) {
+REST:
+    for (int i = 0; i < IN_BEATS; i++) {
+#pragma HLS PIPELINE II=1
+#pragma HLS LOOP_TRIPCOUNT min=0 max=IN_BEATS
+        if (st.done) break;
+        take_beat(s, st);
+    }
+    if (st.err_long) {
+        int dbeat = 0;
+        bool last = false;
+    DRAIN:
+        while (!last) {
+#pragma HLS PIPELINE II=1
+#pragma HLS LOOP_TRIPCOUNT min=1 max=IN_BEATS
+#ifndef __SYNTHESIS__
+            if (s.empty()) {  // C simulation: the hardware would wait for the TLAST
+                fprintf(stderr, "zq_top: input stream ended without the TLAST of a long frame\n");
+                break;
+            }
+#endif
+            const zq_axis_in b = s.read();
+            last = b.last != 0;
+            if (dbeat == IN_BEATS - 1) {
+                dbeat = 0;
+                st.drain_frames++;
+            } else {
+                dbeat++;
+            }
         }
-        return;
+    }
+    st.avail = 0;
+}
+
+// ---------------------------------------------------------------------------------
+// Weights: the header check, the ring (or cache) loads.
+struct WState {
+    int loaded;    // image words in the weight RAM (index of the next word to load)
+    int released;  // words the ring may overwrite
+};
+
+// The weight image header at wts (spec HEADER): true when it is this engine's.
+inline bool header_ok(const ddr_t* wts) {
+    ddr_t h[3];
+#pragma HLS ARRAY_PARTITION variable=h complete
+HEADER:
+    for (int i = 0; i < 3; i++) {
+#pragma HLS PIPELINE II=1
+        h[i] = wts[i];
+    }
+    const unsigned magic = h[0].range(31, 0).to_uint(), spec_version = h[0].range(63, 32).to_uint();
+    const unsigned net_id = h[1].range(31, 0).to_uint(), word_bytes = h[1].range(63, 32).to_uint();
+    const unsigned n_words = h[2].range(31, 0).to_uint(), header_bytes = h[2].range(63, 32).to_uint();
+    return magic == S::HEADER_MAGIC && spec_version == (unsigned)S::SPEC_VERSION && net_id == P::NET_ID &&
+           word_bytes == (unsigned)WORD_BYTES && n_words == (unsigned)P::IMAGE_WORDS &&
+           header_bytes == (unsigned)P::HEADER_BYTES;
+}
+
+// Image words [from, to) into their slots: one burst-read loop, one beat per cycle.
+inline void load_words(const ddr_t* wts, wbeat_t wbuf[WBUF][BPW], int from, int to) {
+    const int n = (to - from) * BPW;
+    const int off = HDR_BEATS + from * BPW;
+    int slot = wslot(from), b = 0;
+WLOAD:
+    for (int i = 0; i < n; i++) {
+#pragma HLS PIPELINE II=1
+#pragma HLS LOOP_TRIPCOUNT min=1 max=MAX_WLOAD_BEATS
+        wbuf[slot][b] = to_wbeat(wts[off + i]);
+        if (b == BPW - 1) {
+            b = 0;
+            slot = P::WEIGHT_CACHE ? slot + 1 : ((slot + 1) & (WRING - 1));
+        } else {
+            b++;
+        }
+    }
+}
+
+// Make image words up to `need` (exclusive) resident: load as many words as the
+// ring may hold (the model's weight DMA), or nothing when they are there.
+inline void ensure_words(const ddr_t* wts, wbeat_t wbuf[WBUF][BPW], WState& ws, int need, int layer) {
+    if (need <= ws.loaded) return;
+    const int target = cmin(P::IMAGE_WORDS, ws.released + WRING);
+    ZQ_PLAN_CHECK(need <= target, "weight words needed beyond the ring (deadlock)", layer, need, target);
+    load_words(wts, wbuf, ws.loaded, target);
+    ws.loaded = target;
+}
+
+// ---------------------------------------------------------------------------------
+// One layer: its row and the constants derived from it once.
+struct Layer {
+    S::LayerRow r;
+    int index;
+    int k, pad;                    // kernel 1 or 3, padding k/2
+    int lg_pass;                   // log2 of the output rows per MAC-loop pass
+    int shift_r, rnd, shl;         // requantization: (acc + rnd) >> shift_r when shift > 0, else acc << shl
+    int in_h;                      // input rows (the stem's size for the first layer)
+};
+
+inline Layer decode(int li) {
+#pragma HLS INLINE
+    Layer L;
+    L.r = P::LAYERS[li];
+    const S::LayerRow& r = L.r;
+    L.index = li;
+    L.k = r.k3 ? 3 : 1;
+    L.pad = r.k3;
+    L.lg_pass = lg_pass(r);
+    L.shift_r = r.shift > 0 ? r.shift : 0;
+    L.rnd = r.shift > 0 ? (1 << (r.shift - 1)) : 0;
+    L.shl = r.shift > 0 ? 0 : -r.shift;
+    L.in_h = r.src_kind == S::SRC_STEM ? P::STEM_SIZE : (1 << r.lg_in);
+    return L;
+}
+
+// ---------------------------------------------------------------------------------
+// The stem: raw frame rows from the stream, stem rows into the first layer's ring.
+struct StemState {
+    int raw_avail;  // raw frame rows read from the stream
+};
+
+inline void read_raw_row(hls::stream<zq_axis_in>& s, InState& in, byte_t raw[P::RAW_RR][P::IN_SIZE][P::IN_CH],
+                         int r) {
+    const int slot = r & (P::RAW_RR - 1);
+    int x = 0, c = 0;
+RAW_ROW:
+    for (int i = 0; i < STEM_ROW_BYTES; i++) {
+#pragma HLS PIPELINE II=1
+        raw[slot][x][c] = in_byte(s, in);
+        if (c == P::IN_CH - 1) {
+            c = 0;
+            x++;
+        } else {
+            c++;
+        }
+    }
+}
+
+// Stem row ys (an output row of the first layer when the stem is im2col'ed, else
+// a frame row) into ring slot ys mod 2^lg_rows of the region at `base`.
+inline void stem_row(hls::stream<zq_axis_in>& s, InState& in, StemState& st,
+                     byte_t raw[P::RAW_RR][P::IN_SIZE][P::IN_CH], act_word_t act[WPG][ACT_ROWS], const Layer& L,
+                     int ys) {
+    constexpr int K = P::STEM_K;
+    const int iy0 = ys * P::STEM_S - STEM_PAD;
+    const int last_raw = cmin(P::IN_SIZE - 1, iy0 + K - 1);
+RAW_ROWS:
+    for (int i = 0; i < K + P::STEM_S; i++) {  // at most K + S new raw rows per stem row
+#pragma HLS LOOP_TRIPCOUNT min=0 max=K+2
+        if (st.raw_avail > last_raw) break;
+        read_raw_row(s, in, raw, st.raw_avail);
+        st.raw_avail++;
+    }
+
+    // scan columns ix = -PAD .. (SIZE-1)*S - PAD + K - 1 with a K x K window of pixels
+    act_word_t srow[P::STEM_SIZE][P::IN_WORDS];
+#pragma HLS ARRAY_PARTITION variable=srow complete dim=2
+    byte_t win[K][K][P::IN_CH];
+#pragma HLS ARRAY_PARTITION variable=win complete dim=0
+    bool row_ok[K];
+    int slot[K];
+#pragma HLS ARRAY_PARTITION variable=row_ok complete
+#pragma HLS ARRAY_PARTITION variable=slot complete
+    for (int ky = 0; ky < K; ky++) {
+#pragma HLS UNROLL
+        row_ok[ky] = iy0 + ky >= 0 && iy0 + ky < P::IN_SIZE;
+        slot[ky] = (iy0 + ky) & (P::RAW_RR - 1);
+    }
+    for (int ky = 0; ky < K; ky++) {
+#pragma HLS UNROLL
+        for (int kx = 0; kx < K; kx++) {
+#pragma HLS UNROLL
+            for (int c = 0; c < P::IN_CH; c++) {
+#pragma HLS UNROLL
+                win[ky][kx][c] = 0;
+            }
+        }
+    }
+    int phase = 0;  // (col - (K-1)) mod S once col >= K-1
+    int ox = 0;
+SCAN:
+    for (int col = 0; col < STEM_NCOL; col++) {
+#pragma HLS PIPELINE II=1
+        const int ix = col - STEM_PAD;
+        const bool col_ok = ix >= 0 && ix < P::IN_SIZE;
+        for (int ky = 0; ky < K; ky++) {
+#pragma HLS UNROLL
+            for (int kx = 0; kx < K - 1; kx++) {
+#pragma HLS UNROLL
+                for (int c = 0; c < P::IN_CH; c++) {
+#pragma HLS UNROLL
+                    win[ky][kx][c] = win[ky][kx + 1][c];
+                }
+            }
+            for (int c = 0; c < P::IN_CH; c++) {
+#pragma HLS UNROLL
+                win[ky][K - 1][c] = (col_ok && row_ok[ky]) ? raw[slot[ky]][col_ok ? ix : 0][c] : byte_t(0);
+            }
+        }
+        if (col >= K - 1) {
+            if (phase == 0) {
+                for (int w = 0; w < P::IN_WORDS; w++) {
+#pragma HLS UNROLL
+                    act_word_t wd = word_zero();
+                    for (int l = 0; l < N_CI; l++) {
+#pragma HLS UNROLL
+                        const int j = w * N_CI + l;  // lane j = (ky*K + kx)*IN_CH + c
+                        if (j < STEM_LANES) {
+                            const int tap = j / P::IN_CH, c = j % P::IN_CH;
+                            lane_set(wd, l, win[tap / K][tap % K][c]);
+                        }
+                    }
+                    srow[ox][w] = wd;
+                }
+                ox++;
+            }
+            phase = phase == P::STEM_S - 1 ? 0 : phase + 1;
+        }
+    }
+
+    // the row's words into the ring, a unit of WPG words (one per bank) per cycle
+    const int lg_w = L.r.lg_in;
+    const int rbase = L.r.src_base + ((ys & ((1 << L.r.src_lg_rows) - 1)) << lg_w);
+    int px = 0, u = 0;
+STEM_WRITE:
+    for (int i = 0; i < P::STEM_SIZE * STEM_UNITS; i++) {
+#pragma HLS PIPELINE II=1
+        const int row = rbase + (u << (L.r.src_lg_rows + lg_w)) + px;
+        for (int b = 0; b < WPG; b++) {
+#pragma HLS UNROLL
+            const int w = u * WPG + b;
+            if (w < P::IN_WORDS) act[b][row] = srow[px][w < P::IN_WORDS ? w : 0];
+        }
+        if (u == STEM_UNITS - 1) {
+            u = 0;
+            px++;
+        } else {
+            u++;
+        }
+    }
+}
+
+// Input rows [from, to) of a DDR tensor into the layer's ring: per row and channel
+// group a burst of W*N_PE bytes; each N_PE-byte unit goes to every bank.
+inline void fill_ddr_rows(const ddr_t* act_ddr, act_word_t act[WPG][ACT_ROWS], const Layer& L, int from, int to) {
+    const int lg_w = L.r.lg_in;
+    const int w = 1 << lg_w;
+FILL_ROWS:
+    for (int y = from; y < to; y++) {
+#pragma HLS LOOP_TRIPCOUNT min=1 max=8
+        for (int cg = 0; cg < L.r.src_cgrps; cg++) {
+#pragma HLS LOOP_TRIPCOUNT min=1 max=MAX_CGRPS
+            const unsigned off = ((unsigned)L.r.src_ddr >> 3) + ((unsigned)((cg << lg_w) + y) << (lg_w + LG_BPU));
+            const int rbase =
+                L.r.src_base + (cg << (L.r.src_lg_rows + lg_w)) + ((y & ((1 << L.r.src_lg_rows) - 1)) << lg_w);
+            ddr_t unit[BPU];
+#pragma HLS ARRAY_PARTITION variable=unit complete
+            int x = 0, b = 0;
+        FILL:
+            for (int i = 0; i < (w << LG_BPU); i++) {
+#pragma HLS PIPELINE II=1
+#pragma HLS LOOP_TRIPCOUNT min=1 max=MAX_FILL_BEATS
+                unit[b] = act_ddr[off + i];
+                if (b == BPU - 1) {
+                    for (int bank = 0; bank < WPG; bank++) {
+#pragma HLS UNROLL
+                        act_word_t wd = word_zero();
+                        for (int l = 0; l < N_CI; l++) {
+#pragma HLS UNROLL
+                            const int byte = bank * N_CI + l;  // byte of the unit
+                            lane_set(wd, l, ddr_byte(unit[byte >> 3], byte & 7));
+                        }
+                        act[bank][rbase + x] = wd;
+                    }
+                    b = 0;
+                    x++;
+                } else {
+                    b++;
+                }
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------
+// Requantization (docs/fixed-point.md): shift (rounding half up), ReLU, saturation.
+inline y_t requantize(acc_t acc, const Layer& L) {
+#pragma HLS INLINE
+    post_t v = acc;
+    if (L.shift_r > 0) {
+        v = (v + L.rnd) >> L.shift_r;
+    } else {
+        v = v << L.shl;  // the exporter proves this fits the accumulator
+    }
+    if (L.r.relu && v < 0) v = 0;
+    if (v < L.r.out_lo) v = L.r.out_lo;
+    if (v > L.r.out_hi) v = L.r.out_hi;
+    return y_t(v);
+}
+
+// One MAC-array step: N_PE x N_CI products of the lanes x and the weight word,
+// two output channels (pe, pe + N_PE/2) per DSP48E1, added to the accumulators
+// (which start from the biases at a pixel's first step).
+inline void mac_step(const act_word_t& xw, bool inb, bool sgn, const wbeat_t wword[BPW], bool first,
+                     const acc_t bias[N_PE], acc_t acc[N_PE]) {
+#pragma HLS INLINE
+#if ZQ_NATIVE
+    int x[N_CI];
+    for (int l = 0; l < N_CI; l++) {
+        const int v = inb ? (int)xw.b[l] : 0;
+        x[l] = (sgn && v >= 128) ? v - 256 : v;
+    }
+    int8_t w[WORD_BYTES];
+    for (int b = 0; b < BPW; b++)
+        for (int k = 0; k < 8; k++) w[8 * b + k] = (int8_t)(uint8_t)(wword[b] >> (8 * k));
+    for (int j = 0; j < HALF; j++) {
+        int64_t s_lo = 0, s_hi = 0;
+        for (int ci = 0; ci < N_CI; ci++) {
+            int lo, hi;
+            dsp_pair_native(w[j * N_CI + ci], w[(j + HALF) * N_CI + ci], x[ci], lo, hi);
+            s_lo += lo;
+            s_hi += hi;
+        }
+        acc[j] = (first ? bias[j] : acc[j]) + s_lo;
+        acc[j + HALF] = (first ? bias[j + HALF] : acc[j + HALF]) + s_hi;
+    }
+#else
+    x9_t x[N_CI];
+#pragma HLS ARRAY_PARTITION variable=x complete
+    for (int l = 0; l < N_CI; l++) {
+#pragma HLS UNROLL
+        const ap_uint<8> v = inb ? ap_uint<8>(lane_get(xw, l)) : ap_uint<8>(0);
+        x[l] = sgn ? x9_t(ap_int<8>(v)) : x9_t(v);
+    }
+    prod_t prod[N_PE][N_CI];
+#pragma HLS ARRAY_PARTITION variable=prod complete dim=0
+    for (int j = 0; j < HALF; j++) {
+#pragma HLS UNROLL
+        for (int ci = 0; ci < N_CI; ci++) {
+#pragma HLS UNROLL
+            const int blo = j * N_CI + ci, bhi = (j + HALF) * N_CI + ci;
+            const w8_t w_lo = ap_int<8>(wword[blo >> 3].range(8 * (blo & 7) + 7, 8 * (blo & 7)));
+            const w8_t w_hi = ap_int<8>(wword[bhi >> 3].range(8 * (bhi & 7) + 7, 8 * (bhi & 7)));
+            dsp_pair_exact(w_lo, w_hi, x[ci], prod[j][ci], prod[j + HALF][ci]);
+        }
+    }
+    for (int pe = 0; pe < N_PE; pe++) {
+#pragma HLS UNROLL
+        sum_t s = 0;
+        for (int ci = 0; ci < N_CI; ci++) {
+#pragma HLS UNROLL
+            s += prod[pe][ci];
+        }
+        acc[pe] = (first ? bias[pe] : acc[pe]) + s;
     }
 #endif
-    for (int ci = 0; ci < C::n_ci; ci++) {
-#pragma HLS UNROLL
-        const ap_uint<B> lane = ap_uint<B>(wd >> (B * ci));
-        x[ci] = sgn ? x_t(ap_int<B>(lane)) : x_t(lane);
-    }
 }
 
-// ---------------------------------------------------------------------------
-// Input loader: stream -> frame store -> BUF0 (im2col or plain HWC words).
-template <class C>
-void gather_input(const ap_uint<32> frame[Types<C>::IN_BEATS],
-                  typename Types<C>::in_word_t buf0[C::buf0_words]) {
-    typedef typename Types<C>::in_word_t in_word_t;
-    constexpr int K = C::im2col_k, S = C::im2col_stride, PAD = C::im2col_k / 2;
-    constexpr int WORD_CH = C::in_words * C::n_ci;  // channels per BUF0 pixel (padded)
-    constexpr int N = C::im2col_out * C::im2col_out * WORD_CH;
-    int oy = 0, ox = 0;   // output pixel of the stem
-    int j = 0;            // channel of the BUF0 pixel
-    int c = 0, kx = 0, ky = 0;  // j = (ky*K + kx)*IN_CH + c
-    int wa = 0;           // BUF0 word address
-    in_word_t wr = 0;     // word being assembled (shift register, lane 0 first)
-GATHER:
-    for (int i = 0; i < N; i++) {
+// The MAC loop of one pass: output rows [oy0, oy0 + 2^lg_pass) of group g, all
+// (ky, kx, chunk) steps of every pixel, flattened into one loop at II=1 with
+// incremental counters and shifts. At a pixel's last step the outputs are
+// requantized and written (activation RAM), buffered (DDR) or summed (GAP).
+inline void mac_pass(const Layer& L, int g, int oy0, int w_first, const acc_t bias[N_PE],
+                     act_word_t act[WPG][ACT_ROWS], const wbeat_t wbuf[WBUF][BPW], ddr_t obuf[OBUF_PIX][BPU],
+                     gap_t gsum[N_PE]) {
+    const int lg_in = L.r.lg_in, lg_out = L.r.lg_out;
+    const int isz = 1 << lg_in, osz = 1 << lg_out;
+    const int rmask = (1 << L.r.src_lg_rows) - 1;
+    const int lg_cstride = L.r.src_lg_rows + lg_in;     // rows between channel-word rows of the source
+    const int taps_chunks = L.k * L.k * L.r.ci_chunks;       // steps per pixel (outside the loop: one multiply)
+    const int n_iter = taps_chunks << (L.lg_pass + lg_out);
+    const int valid = g == L.r.co_groups - 1 ? L.r.co_last : N_PE;
+    const bool sgn = L.r.src_signed != 0;
+
+    // destination rows of this group's words (DST_ACT), per bank
+    const int cw0g = L.r.dst_cw0 + (g << LG_WPG);
+    const int nwords = (valid + N_CI - 1) >> LG_CI;
+    int dst_row[WPG];
+    int dst_w[WPG];
+    bool dst_en[WPG];
+#pragma HLS ARRAY_PARTITION variable=dst_row complete
+#pragma HLS ARRAY_PARTITION variable=dst_w complete
+#pragma HLS ARRAY_PARTITION variable=dst_en complete
+    for (int b = 0; b < WPG; b++) {
+#pragma HLS UNROLL
+        const int w = (b - L.r.dst_cw0) & (WPG - 1);
+        const int cw = cw0g + w;
+        dst_w[b] = w;
+        dst_en[b] = w < nwords;
+        dst_row[b] = L.r.dst_base + ((cw >> LG_WPG) << (2 * lg_out));
+    }
+
+    acc_t acc[N_PE];
+#pragma HLS ARRAY_PARTITION variable=acc complete
+    int ox = 0, oy = oy0, ky = 0, kx = 0, c = 0, step = 0;
+    int wslot_i = wslot(w_first);
+    int opix = 0;                  // pixel of the pass (DDR buffer index)
+    int pix_dst = oy0 << lg_out;   // (oy << lg_out) + ox
+MAC:
+    for (int i = 0; i < n_iter; i++) {
 #pragma HLS PIPELINE II=1
-        const int iy = oy * S + ky - PAD;
-        const int ix = ox * S + kx - PAD;
-        const bool inb = j < C::im2col_ch && iy >= 0 && iy < C::in_size && ix >= 0 && ix < C::in_size;
-        ap_uint<8> byte = 0;
-        if (inb) {
-            const int a = (iy * C::in_size + ix) * C::in_ch + c;  // byte address in the frame
-            const ap_uint<32> w = frame[a >> 2];
-            byte = ap_uint<8>(w >> (8 * (a & 3)));
+#pragma HLS LOOP_TRIPCOUNT min=1 max=MAX_MAC_ITERS
+        // a layer never reads the region it writes (the plan gives them distinct rows)
+#pragma HLS DEPENDENCE variable=act inter false
+#pragma HLS DEPENDENCE variable=act intra false
+        const bool first = step == 0;
+        const bool last = step == taps_chunks - 1;
+        // the input word: pixel (oy*s + ky - pad, ox*s + kx - pad), channel word c; zero outside
+        const int iy = (oy << L.r.s2) + ky - L.pad;
+        const int ix = (ox << L.r.s2) + kx - L.pad;
+        const bool inb = iy >= 0 && iy < L.in_h && ix >= 0 && ix < isz;
+        const int row = L.r.src_base + ((c >> LG_WPG) << lg_cstride) + ((iy & rmask) << lg_in) + (ix & (isz - 1));
+        const act_word_t xw = act[c & (WPG - 1)][inb ? row : 0];
+        mac_step(xw, inb, sgn, wbuf[wslot_i], first, bias, acc);
+
+        if (last) {
+            y_t y[N_PE];
+#pragma HLS ARRAY_PARTITION variable=y complete
+            for (int pe = 0; pe < N_PE; pe++) {
+#pragma HLS UNROLL
+                y[pe] = pe < valid ? requantize(acc[pe], L) : y_t(0);
+            }
+            if (L.r.dst_kind == S::DST_ACT) {
+                for (int b = 0; b < WPG; b++) {
+#pragma HLS UNROLL
+                    act_word_t wd = word_zero();
+                    for (int l = 0; l < N_CI; l++) {
+#pragma HLS UNROLL
+                        lane_set(wd, l, (unsigned)(int)y[dst_w[b] * N_CI + l] & 0xFF);
+                    }
+                    if (dst_en[b]) act[b][dst_row[b] + pix_dst] = wd;
+                }
+            } else if (L.r.dst_kind == S::DST_DDR) {
+                for (int b = 0; b < BPU; b++) {
+#pragma HLS UNROLL
+                    ddr_t beat = 0;
+                    for (int k = 0; k < 8; k++) {
+#pragma HLS UNROLL
+                        if (8 * b + k < N_PE) beat.range(8 * k + 7, 8 * k) = (unsigned)(int)y[8 * b + k] & 0xFF;
+                    }
+                    obuf[opix][b] = beat;
+                }
+            } else {
+                for (int pe = 0; pe < N_PE; pe++) {
+#pragma HLS UNROLL
+                    gsum[pe] += y[pe];
+                }
+            }
         }
-        wr = (wr >> 8) | (in_word_t(byte) << (8 * C::n_ci - 8));
-        if ((j & (C::n_ci - 1)) == C::n_ci - 1) {
-            buf0[wa] = wr;
-            wa++;
-        }
-        if (j == WORD_CH - 1) {
-            j = 0;
-            c = 0;
-            kx = 0;
-            ky = 0;
-            if (ox == C::im2col_out - 1) {
+
+        // advance: chunk fastest, then kx, ky; then ox, oy
+        if (last) {
+            step = 0;
+            wslot_i = wslot(w_first);
+            opix++;
+            pix_dst++;  // (oy << lg_out) + ox
+            if (ox == osz - 1) {
                 ox = 0;
                 oy++;
             } else {
                 ox++;
             }
         } else {
-            j++;
-            if (c == C::in_ch - 1) {
-                c = 0;
-                if (kx == K - 1) {
-                    kx = 0;
-                    ky++;
-                } else {
-                    kx++;
-                }
-            } else {
-                c++;
-            }
+            step++;
+            wslot_i = P::WEIGHT_CACHE ? wslot_i + 1 : ((wslot_i + 1) & (WRING - 1));
         }
-    }
-}
-
-template <class C>
-void load(hls::stream<zq_axis_in>& s_axis_in, typename Types<C>::in_word_t buf0[C::buf0_words],
-          hls::stream<FrameInfo>& info_out) {
-    constexpr int IN_BEATS = Types<C>::IN_BEATS;
-    static ap_uint<32> frame[IN_BEATS];
-    int nb = 0;
-    bool got_last = false, is_short = false;
-READ:
-    for (int i = 0; i < IN_BEATS; i++) {
-#pragma HLS PIPELINE II=1
-        const zq_axis_in b = s_axis_in.read();
-        frame[i] = b.data;
-        nb++;
-        if (b.last) {
-            got_last = true;
-            is_short = i != IN_BEATS - 1;
-            break;
-        }
-    }
-    const bool is_long = !got_last;
-    if (is_long) {
-        const int DRAIN_MAX = IN_BEATS;  // tripcount estimate only (a long frame is unbounded)
-        (void)DRAIN_MAX;
-    DRAIN:  // discard beats up to and including the next TLAST
-        while (true) {
-#pragma HLS PIPELINE II=1
-#pragma HLS LOOP_TRIPCOUNT min=1 max=DRAIN_MAX
-            const zq_axis_in b = s_axis_in.read();
-            nb++;
-            if (b.last) break;
-        }
-    }
-    if (!is_short && !is_long) gather_input<C>(frame, buf0);
-    FrameInfo fi;
-    fi.status = (is_long ? 2 : 0) | (is_short ? 1 : 0);
-    fi.cycles = nb;  // loader: one cycle per beat consumed
-    info_out.write(fi);
-}
-
-// ---------------------------------------------------------------------------
-// One layer: the flattened loop nest g, oy, ox, ky, kx, c at II=1.
-template <class C>
-void conv_layer(const LayerDesc& L, int src_base, int dst_base, bool src_signed,
-                const typename Types<C>::in_word_t buf0[C::buf0_words],
-                typename Types<C>::act_word_t act[Types<C>::WPG][Types<C>::ACT_ROWS],
-                typename Types<C>::gap_t gap[Types<C>::GAP_ROWS][C::n_pe],
-                const typename C::w_ctype weights[C::w_words][C::n_pe][C::n_ci],
-                const int biases[C::b_words][C::n_pe]) {
-    typedef Types<C> T;
-    typedef typename T::in_word_t in_word_t;
-    typedef typename T::act_word_t act_word_t;
-    typedef typename T::x_t x_t;
-    typedef typename T::w_t w_t;
-    typedef typename T::dot_t dot_t;
-    typedef typename T::acc_t acc_t;
-    typedef typename T::y_t y_t;
-    constexpr int N_PE = C::n_pe, N_CI = C::n_ci, A = C::a_bits, WPG = T::WPG;
-
-    const int pad = L.k >> 1;
-    const int taps_chunks = L.k * L.k * L.ci_chunks;  // iterations per output pixel
-    const int n_iter = L.co_groups * L.out_size * L.out_size * taps_chunks;
-    const bool from_input = L.src_buf == 0;
-    const int MAX_ITER = C::max_cycles_layer;  // for LOOP_TRIPCOUNT
-    (void)MAX_ITER;
-
-    acc_t acc[N_PE];
-#pragma HLS ARRAY_PARTITION variable=acc complete
-
-    int g = 0, oy = 0, ox = 0, ky = 0, kx = 0, c = 0;
-    int w_grp = L.w_base;  // weight word of (g, tap 0, chunk 0)
-    int w_off = 0;         // tap*ci_chunks + c within the group
-
-MAC:
-    for (int i = 0; i < n_iter; i++) {
-#pragma HLS PIPELINE II=1
-#pragma HLS LOOP_TRIPCOUNT min=1 max=MAX_ITER
-        // A layer never reads the buffer it writes (distinct tensors get
-        // distinct physical buffers), so reads and writes are independent.
-#pragma HLS DEPENDENCE variable=act inter false
-#pragma HLS DEPENDENCE variable=act intra false
-        const bool first = w_off == 0;
-        const bool last = w_off == taps_chunks - 1;
-
-        // -- input word: pixel (oy*stride + ky - pad, ox*stride + kx - pad), chunk c; zero outside
-        const int iy = oy * L.stride + ky - pad;
-        const int ix = ox * L.stride + kx - pad;
-        const bool inb = iy >= 0 && iy < L.in_size && ix >= 0 && ix < L.in_size;
-        const int addr = src_base + (iy * L.in_size + ix) * L.ci_chunks + c;
-        x_t x[N_CI];
-#pragma HLS ARRAY_PARTITION variable=x complete
-        if (from_input) {
-            in_word_t wd = 0;
-            if (inb) wd = buf0[addr];
-            unpack_lanes<C, 8>(wd, false, x);
-        } else {
-            act_word_t wd = 0;
-            if (inb) wd = act[addr & (WPG - 1)][addr >> T::LOG_WPG];
-            unpack_lanes<C, A>(wd, src_signed, x);
-        }
-
-        // -- the MAC array: N_PE dot products of N_CI lanes
-        const int wa = w_grp + w_off;
-        const int ba = L.b_base + g;
-        for (int pe = 0; pe < N_PE; pe++) {
-#pragma HLS UNROLL
-            dot_t dot = 0;
-            for (int ci = 0; ci < N_CI; ci++) {
-#pragma HLS UNROLL
-                dot += w_t(weights[wa][pe][ci]) * x[ci];
-            }
-            const acc_t prev = first ? acc_t(biases[ba][pe]) : acc[pe];
-            acc[pe] = prev + dot;
-        }
-
-        // -- post-processing of (g, oy, ox) after the last (tap, chunk)
-        if (last) {
-            const int gch = g * N_PE;
-            y_t y[N_PE];
-#pragma HLS ARRAY_PARTITION variable=y complete
-            for (int pe = 0; pe < N_PE; pe++) {
-#pragma HLS UNROLL
-                y[pe] = requantize<C>(acc[pe], L.shift, L.relu != 0, L.out_lo, L.out_hi);
-            }
-            const int valid = cmin(N_PE, L.cout - gch);  // PEs with a real output channel
-            if (!L.is_last) {
-                // words dst_word_off + g*WPG + w of pixel (oy, ox), w < ceil(valid/N_CI)
-                const int nwords = (valid + N_CI - 1) / N_CI;
-                const int a0 = dst_base + (oy * L.out_size + ox) * L.dst_words + L.dst_word_off + g * WPG;
-                act_word_t words[WPG];
-#pragma HLS ARRAY_PARTITION variable=words complete
-                for (int w = 0; w < WPG; w++) {
-#pragma HLS UNROLL
-                    act_word_t wd = 0;
-                    for (int ci = 0; ci < N_CI; ci++) {
-#pragma HLS UNROLL
-                        const int pe = w * N_CI + ci;
-                        const ap_uint<A> lane = pe < valid ? ap_uint<A>(y[pe]) : ap_uint<A>(0);
-                        wd |= act_word_t(lane) << (A * ci);
-                    }
-                    words[w] = wd;
-                }
-                // word a0 + w lives in bank (a0 + w) % WPG: one write per bank
-                for (int b = 0; b < WPG; b++) {
-#pragma HLS UNROLL
-                    const int w = (b - a0) & (WPG - 1);
-                    if (w < nwords) act[b][(a0 + w) >> T::LOG_WPG] = words[w];
-                }
-            } else {
-                // GAP: channel dst_word_off + g*N_PE + pe; bank = channel % N_PE
-                for (int b = 0; b < N_PE; b++) {
-#pragma HLS UNROLL
-                    const int pe = (b - L.dst_word_off) & (N_PE - 1);
-                    const int ch = L.dst_word_off + gch + pe;
-                    if (pe < valid) gap[ch >> T::LOG_PE][b] += y[pe];
-                }
-            }
-        }
-
-        // -- advance the counters (c fastest, then kx, ky, ox, oy, g)
-        if (last) {
-            w_off = 0;
-            if (ox == L.out_size - 1) {
-                ox = 0;
-                if (oy == L.out_size - 1) {
-                    oy = 0;
-                    g++;
-                    w_grp += taps_chunks;
-                } else {
-                    oy++;
-                }
-            } else {
-                ox++;
-            }
-        } else {
-            w_off++;
-        }
-        if (c == L.ci_chunks - 1) {
+        if (c == L.r.ci_chunks - 1) {
             c = 0;
             if (kx == L.k - 1) {
                 kx = 0;
@@ -428,100 +799,109 @@ MAC:
     }
 }
 
-// ---------------------------------------------------------------------------
-// Every layer of one frame, then the global average pool.
-template <class C>
-void compute(const typename Types<C>::in_word_t buf0[C::buf0_words], hls::stream<FrameInfo>& info_in,
-             hls::stream<typename Types<C>::logit_t>& logits_out, hls::stream<FrameInfo>& info_out,
-             const int layers[C::n_layers][N_FIELDS],
-             const typename C::w_ctype weights[C::w_words][C::n_pe][C::n_ci],
-             const int biases[C::b_words][C::n_pe], const int buf_base[MAX_BUFS]) {
-    typedef Types<C> T;
-    typedef typename T::gap_t gap_t;
-    typedef typename T::logit_t logit_t;
-#pragma HLS ARRAY_PARTITION variable=weights complete dim=2
-#pragma HLS ARRAY_PARTITION variable=weights complete dim=3
-#pragma HLS ARRAY_PARTITION variable=biases complete dim=2
-    static typename T::act_word_t act[T::WPG][T::ACT_ROWS];
-#pragma HLS ARRAY_PARTITION variable=act complete dim=1
-#pragma HLS BIND_STORAGE variable=act type=ram_s2p impl=bram
-    static gap_t gap[T::GAP_ROWS][C::n_pe];
-#pragma HLS ARRAY_PARTITION variable=gap complete dim=0
-    static bool buf_signed[MAX_BUFS];
-#pragma HLS ARRAY_PARTITION variable=buf_signed complete
-
-    FrameInfo fi = info_in.read();
-    if (fi.status == 0) {
-    GAP_CLEAR:
-        for (int r = 0; r < T::GAP_ROWS; r++) {
-#pragma HLS UNROLL
-            for (int b = 0; b < C::n_pe; b++) {
-#pragma HLS UNROLL
-                gap[r][b] = 0;
-            }
-        }
-        ap_uint<32> cycles = fi.cycles;
-    LAYER:
-        for (int l = 0; l < C::n_layers; l++) {
-            const LayerDesc L = layer_desc(layers[l]);
-            const int sb = L.src_buf & (MAX_BUFS - 1), db = L.dst_buf & (MAX_BUFS - 1);
-            conv_layer<C>(L, buf_base[sb], buf_base[db], buf_signed[sb], buf0, act, gap, weights, biases);
-            buf_signed[db] = L.out_lo < 0;
-            cycles += L.cycles();
-        }
-        fi.cycles = cycles;
-    }
-    info_out.write(fi);
-    if (fi.status == 0) {
-    LOGITS:
-        for (int c = 0; c < C::n_classes; c++) {
+// DDR outputs of a pass (rows [oy0, oy0 + 2^lg_pass) of channel group dst_cg0 + g):
+// one contiguous run of the tensor, written in bursts.
+inline void write_pass(ddr_t* act_ddr, const ddr_t obuf[OBUF_PIX][BPU], const Layer& L, int g, int oy0) {
+    const int lg_out = L.r.lg_out;
+    const unsigned run = (unsigned)(((L.r.dst_cg0 + g) << lg_out) + oy0);  // (group, first row) of the pass
+    const unsigned off = ((unsigned)L.r.dst_ddr >> 3) + (run << (lg_out + LG_BPU));
+    const int n = 1 << (L.lg_pass + lg_out + LG_BPU);
+    int p = 0, b = 0;
+DDR_WRITE:
+    for (int i = 0; i < n; i++) {
 #pragma HLS PIPELINE II=1
-            gap_t s = gap[c / C::n_pe][c % C::n_pe];
-            if (C::gap_shift > 0) s = (s + (gap_t(1) << (C::gap_shift - 1))) >> C::gap_shift;
-            logits_out.write(logit_t(s));
+#pragma HLS LOOP_TRIPCOUNT min=1 max=MAX_PASS_BEATS
+        act_ddr[off + i] = obuf[p][b];
+        if (b == BPU - 1) {
+            b = 0;
+            p++;
+        } else {
+            b++;
         }
     }
 }
 
-// ---------------------------------------------------------------------------
-// Output stream and registers. cycles_last is MODELLED, not measured: the
-// loader's beats (IN_BYTES/4 for a good frame) + the sum over layers of the
-// MAC loop nests (co_groups*out_size^2*k^2*ci_chunks) + N_CLASSES output
-// beats. It leaves out pipeline fill/drain, the BUF0 gather pass and the GAP
-// readout. An error frame counts its consumed beats + N_CLASSES.
-template <class C>
-void write_out(hls::stream<typename Types<C>::logit_t>& logits_in, hls::stream<FrameInfo>& info_in,
-               hls::stream<zq_axis_out>& m_axis_out, ap_uint<32>& status, ap_uint<32>& cycles_last,
-               ap_uint<32>& frames_done, ap_uint<32>& net_id, ap_uint<32>& build_params) {
-    static ap_uint<16> err_frames = 0;  // reset to 0 by the hardware reset
-    static ap_uint<32> done = 0;
-#ifndef __SYNTHESIS__
-    if (csim_reset_flag()) {  // C simulation: zq_csim_reset() stands in for a reset
-        err_frames = 0;
-        done = 0;
-        csim_reset_flag() = false;
+// ---------------------------------------------------------------------------------
+// One layer of the table. Returns false when the frame was aborted (a framing
+// error while the stem read the stream).
+inline bool run_layer(int li, hls::stream<zq_axis_in>& s, InState& in, StemState& stem, const ddr_t* wts,
+                      ddr_t* act_ddr, act_word_t act[WPG][ACT_ROWS], wbeat_t wbuf[WBUF][BPW],
+                      byte_t raw[P::RAW_RR][P::IN_SIZE][P::IN_CH], gap_t gap[GAP_ROWS][N_PE],
+                      ddr_t obuf[OBUF_PIX][BPU], WState& ws) {
+    const Layer L = decode(li);
+    const int R = 1 << L.r.lg_band;
+    const int n_bands = 1 << (L.r.lg_out - L.r.lg_band);
+    const int n_passes = 1 << (L.r.lg_band - L.lg_pass);
+    const int ring = 1 << L.r.src_lg_rows;
+    const bool ring_fed = L.r.src_kind != S::SRC_ACT;
+    int loaded = 0, released = 0;  // input rows in the ring / rows the ring may overwrite
+BANDS:
+    for (int band = 0; band < n_bands; band++) {
+#pragma HLS LOOP_TRIPCOUNT min=1 max=MAX_BANDS
+        const int oyb = band << L.r.lg_band;
+        if (ring_fed) {
+            const int new_loaded = cmin(L.in_h, released + ring);
+            const int last_row = cmin(L.in_h - 1, ((oyb + R - 1) << L.r.s2) - L.pad + L.k - 1);
+            ZQ_PLAN_CHECK(last_row < new_loaded, "input row needed beyond the ring (deadlock)", li, last_row,
+                          new_loaded);
+            if (new_loaded > loaded) {
+                if (L.r.src_kind == S::SRC_STEM) {
+                STEM_ROWS:
+                    for (int ys = loaded; ys < new_loaded; ys++) {
+#pragma HLS LOOP_TRIPCOUNT min=1 max=4
+                        stem_row(s, in, stem, raw, act, L, ys);
+                    }
+                } else {
+                    fill_ddr_rows(act_ddr, act, L, loaded, new_loaded);
+                }
+                loaded = new_loaded;
+            }
+            if (in_error(in)) return false;  // a short or long frame: abort
+        }
+        int start = L.r.w_off;
+    GROUPS:
+        for (int g = 0; g < L.r.co_groups; g++) {
+#pragma HLS LOOP_TRIPCOUNT min=1 max=MAX_GROUPS
+            ensure_words(wts, wbuf, ws, start + L.r.w_blk, li);
+            acc_t bias[N_PE];
+#pragma HLS ARRAY_PARTITION variable=bias complete
+            const int bslot = wslot(start);
+            for (int pe = 0; pe < N_PE; pe++) {
+#pragma HLS UNROLL
+                const int byte0 = 4 * pe;  // int32, little endian, at bytes 4*pe .. 4*pe + 3
+                uint32_t v = 0;
+                for (int k = 0; k < 4; k++) {
+#pragma HLS UNROLL
+                    v |= (uint32_t)beat_byte(wbuf[bslot][(byte0 + k) >> 3], (byte0 + k) & 7) << (8 * k);
+                }
+                bias[pe] = (acc_t)(int32_t)v;
+            }
+            gap_t gsum[N_PE];
+#pragma HLS ARRAY_PARTITION variable=gsum complete
+            for (int pe = 0; pe < N_PE; pe++) {
+#pragma HLS UNROLL
+                gsum[pe] = 0;
+            }
+        PASSES:
+            for (int p = 0; p < n_passes; p++) {
+#pragma HLS LOOP_TRIPCOUNT min=1 max=64
+                const int oy0 = oyb + (p << L.lg_pass);
+                mac_pass(L, g, oy0, start + 1, bias, act, wbuf, obuf, gsum);
+                if (L.r.dst_kind == S::DST_DDR) write_pass(act_ddr, obuf, L, g, oy0);
+            }
+            if (L.r.dst_kind == S::DST_GAP) {
+                for (int pe = 0; pe < N_PE; pe++) {
+#pragma HLS UNROLL
+                    gap[L.r.dst_cg0 + g][pe] = gsum[pe];
+                }
+            }
+            if (!L.r.w_res) ws.released = start + L.r.w_blk;
+            start += L.r.w_blk;
+        }
+        released = cmin(L.in_h, cmax(0, (((band + 1) << L.r.lg_band) << L.r.s2) - L.pad));
     }
-#endif
-    const FrameInfo fi = info_in.read();
-    const bool ok = fi.status == 0;
-OUT:
-    for (int c = 0; c < C::n_classes; c++) {
-#pragma HLS PIPELINE II=1
-        const ap_int<32> v = ok ? ap_int<32>(logits_in.read()) : ap_int<32>(ERROR_LOGIT);
-        zq_axis_out o;
-        o.data = ap_uint<32>(v);
-        o.keep = -1;
-        o.strb = -1;
-        o.last = c == C::n_classes - 1;
-        m_axis_out.write(o);
-    }
-    if (!ok && err_frames != 0xFFFF) err_frames++;
-    done++;
-    status = (ap_uint<32>(err_frames) << 16) | ap_uint<32>(fi.status);
-    cycles_last = fi.cycles + C::n_classes;
-    frames_done = done;
-    net_id = C::net_id;
-    build_params = ap_uint<32>(C::n_pe | (C::n_ci << 8) | (C::w_bits << 16) | (C::a_bits << 24));
+    if (L.r.w_res) ws.released = L.r.w_off + L.r.co_groups * L.r.w_blk;
+    return true;
 }
 
 }  // namespace zq

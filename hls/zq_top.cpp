@@ -1,171 +1,231 @@
-// zq_top: the engine of engine.h instantiated for one exported network.
+// zq_top: the engine of engine.h for one exported network.
 //
 // Build: the export directory (net_params.h) and hls/ on the include path,
-// e.g.  g++ -O2 -std=c++14 -I build/<net>/export -I hls -I <ap_types> ...
-// (hls/csim.py and hls/scripts/run_hls.tcl do this).
-#include <type_traits>
-
+// e.g.  g++ -O2 -std=c++14 -I build/<net>/export -I hls -isystem <ap_types> ...
+// (sim/csim.py and hls/scripts/run_hls.tcl do this).
 #include "net_params.h"
 
 #include "engine.h"
 #include "zq_top.h"
 
-// net_params.h defines BUF0_WORDS .. BUF{N_BUFS-1}_WORDS only. Qualified
-// lookup of zq_net::BUFi_WORDS finds the generated constant when there is
-// one and falls back to these zeros (namespaces nominated by a
-// using-directive are searched only when the name is not declared in zq_net).
-namespace zq_net_fallback {
-constexpr int BUF1_WORDS = 0, BUF2_WORDS = 0, BUF3_WORDS = 0, BUF4_WORDS = 0, BUF5_WORDS = 0,
-              BUF6_WORDS = 0, BUF7_WORDS = 0, BUF8_WORDS = 0, BUF9_WORDS = 0, BUF10_WORDS = 0,
-              BUF11_WORDS = 0, BUF12_WORDS = 0, BUF13_WORDS = 0, BUF14_WORDS = 0;
-}  // namespace zq_net_fallback
-namespace zq_net {
-using namespace zq_net_fallback;
-}  // namespace zq_net
-
 namespace {
 
 namespace P = zq_net;
+namespace S = zq_spec;
+using zq::N_PE;
+using zq::N_CI;
+using zq::WPG;
 
-constexpr int BUF_WORDS[zq::MAX_BUFS] = {
-    P::BUF0_WORDS,  P::BUF1_WORDS,  P::BUF2_WORDS,  P::BUF3_WORDS, P::BUF4_WORDS, P::BUF5_WORDS,
-    P::BUF6_WORDS,  P::BUF7_WORDS,  P::BUF8_WORDS,  P::BUF9_WORDS, P::BUF10_WORDS, P::BUF11_WORDS,
-    P::BUF12_WORDS, P::BUF13_WORDS, P::BUF14_WORDS, 0};
+// ---- compile-time checks of the build constants and the layer table ----------------
+constexpr int ceil_div(int a, int b) { return (a + b - 1) / b; }
 
-constexpr int WPG = P::N_PE / P::N_CI;
-
-constexpr int round_words(int w) { return zq::cdiv(w, WPG) * WPG; }
-
-// Base address of activation buffer b (1..N_BUFS-1) in the activation RAM;
-// BUF0 is a separate memory and GAP_BUF is not a memory (both 0).
-constexpr int buf_base_of(int b) {
-    int base = 0;
-    for (int i = 1; i < b; ++i) base += round_words(BUF_WORDS[i]);
-    return (b <= 0 || b >= P::N_BUFS) ? 0 : base;
-}
-
-constexpr int act_words_total() {
-    int total = 0;
-    for (int i = 1; i < P::N_BUFS; ++i) total += round_words(BUF_WORDS[i]);
-    return total;
-}
-
-const int BUF_BASE[zq::MAX_BUFS] = {
-    buf_base_of(0),  buf_base_of(1),  buf_base_of(2),  buf_base_of(3),  buf_base_of(4),  buf_base_of(5),
-    buf_base_of(6),  buf_base_of(7),  buf_base_of(8),  buf_base_of(9),  buf_base_of(10), buf_base_of(11),
-    buf_base_of(12), buf_base_of(13), buf_base_of(14), buf_base_of(15)};
-
-// Consistency of the generated layer table with the constants and with what
-// the engine assumes. 0 = fine, else 100*(layer+1) + the failed check.
+// 0 = the layer table runs on this engine, else 100*(layer+1) + the failed check
+// (1 when the weight offsets are not the image in order).
 constexpr int layer_table_error() {
-    long total = 0;
+    int w = 0;
     for (int l = 0; l < P::N_LAYERS; ++l) {
-        const zq::LayerDesc d = zq::layer_desc(P::LAYERS[l]);
+        const S::LayerRow& r = P::LAYERS[l];
         const int e = 100 * (l + 1);
-        if (d.k != 1 && d.k != 3) return e + 1;
-        if (d.stride != 1 && d.stride != 2) return e + 2;
-        if (d.out_size != zq::cdiv(d.in_size, d.stride) || d.out_size < 1) return e + 3;
-        if (d.ci_chunks < 1 || d.ci_chunks > P::MAX_CHUNKS) return e + 4;
-        if (d.co_groups != zq::cdiv(d.cout, P::N_PE) || d.co_groups > P::MAX_GROUPS) return e + 5;
-        if (d.shift > 31 || d.shift < -31) return e + 6;
-        if (d.src_buf < 0 || d.src_buf >= P::N_BUFS) return e + 7;
-        if (d.is_last != (d.dst_buf == zq::GAP_BUF ? 1 : 0)) return e + 8;
-        if (!d.is_last && (d.dst_buf < 1 || d.dst_buf >= P::N_BUFS)) return e + 9;
-        if (d.src_buf == d.dst_buf) return e + 10;
-        if ((d.src_buf == 0) != (l == 0)) return e + 11;  // only the first layer reads BUF0
-        if (d.in_size * d.in_size * d.ci_chunks > BUF_WORDS[d.src_buf]) return e + 12;
-        if (!d.is_last && d.dst_word_off + zq::cdiv(d.cout, P::N_CI) > d.dst_words) return e + 13;
-        if (!d.is_last && d.out_size * d.out_size * d.dst_words > BUF_WORDS[d.dst_buf]) return e + 14;
-        if (d.is_last && (d.dst_word_off + d.cout > P::GAP_CH || d.out_size * d.out_size != (1 << P::GAP_SHIFT)))
-            return e + 15;
-        if (d.w_base + d.co_groups * d.k * d.k * d.ci_chunks > P::W_WORDS) return e + 16;
-        if (d.b_base + d.co_groups > P::B_WORDS) return e + 17;
-        if (d.out_lo > d.out_hi || d.out_lo < -32768 || d.out_hi > 65535) return e + 18;
-        if (l == 0 && (d.in_size != P::IM2COL_OUT || d.ci_chunks != P::IN_WORDS)) return e + 19;
-        if (l == 0 && P::IM2COL && (d.k != 1 || d.stride != 1)) return e + 20;
-        if (d.in_size > P::MAX_SIZE || d.cycles() > P::MAX_CYCLES_LAYER) return e + 21;
-        total += d.cycles();
+        const int k = r.k3 ? 3 : 1;
+        if (r.lg_in > 15 || r.lg_out != r.lg_in - r.s2 || r.lg_out < 0) return e + 1;
+        if (r.ci_chunks < 1 || r.co_groups < 1 || r.co_last < 1 || r.co_last > N_PE) return e + 2;
+        if (r.lg_band > r.lg_out) return e + 3;
+        if (r.shift < -31 || r.shift > 31 || r.out_lo > r.out_hi) return e + 4;
+        if (r.src_kind > S::SRC_DDR || r.dst_kind > S::DST_GAP) return e + 5;
+        if ((l == 0) != (r.src_kind == S::SRC_STEM)) return e + 6;  // only the first layer reads the stem
+        if (r.src_kind == S::SRC_STEM &&
+            (r.ci_chunks != P::IN_WORDS || (1 << r.lg_in) != P::STEM_SIZE || r.src_signed ||
+             (P::STEM_IM2COL && (r.k3 || r.s2))))
+            return e + 7;
+        if (r.src_kind == S::SRC_ACT && r.src_lg_rows != r.lg_in) return e + 8;
+        const int src_words = r.src_kind == S::SRC_STEM ? P::IN_WORDS
+                              : r.src_kind == S::SRC_ACT ? r.ci_chunks
+                                                         : r.src_cgrps * WPG;
+        if (r.ci_chunks > src_words) return e + 9;
+        if (r.src_base + (ceil_div(src_words, WPG) << (r.src_lg_rows + r.lg_in)) > P::ACT_ROWS) return e + 10;
+        if (r.src_kind == S::SRC_DDR &&
+            (N_PE % 8 || (long)r.src_ddr + ((long)r.src_cgrps << (2 * r.lg_in)) * N_PE > (long)P::SCRATCH_BYTES))
+            return e + 11;
+        if (r.dst_kind == S::DST_ACT) {
+            const int last_cw = r.dst_cw0 + (r.co_groups - 1) * WPG + ceil_div(r.co_last, N_CI) - 1;
+            if (r.dst_base + (((last_cw / WPG) + 1) << (2 * r.lg_out)) > P::ACT_ROWS) return e + 12;
+        }
+        if (r.dst_kind == S::DST_DDR &&
+            (N_PE % 8 || (long)r.dst_ddr + ((long)(r.dst_cg0 + r.co_groups) << (2 * r.lg_out)) * N_PE >
+                             (long)P::SCRATCH_BYTES))
+            return e + 13;
+        if (r.dst_kind == S::DST_GAP && (r.dst_cg0 + r.co_groups > P::GAP_ROWS || 2 * r.lg_out != P::GAP_SHIFT))
+            return e + 14;
+        if (r.w_blk != 1 + k * k * r.ci_chunks || r.w_off != w) return e + 15;
+        if (!P::WEIGHT_CACHE && (r.w_blk > zq::WRING || (r.w_res && r.co_groups * r.w_blk > zq::WRING)))
+            return e + 16;
+        if (r.src_kind != S::SRC_ACT && r.src_lg_rows < 1) return e + 17;
+        w += r.co_groups * r.w_blk;
     }
-    if (total != P::TOTAL_CYCLES) return 1;
-    return 0;
+    return w == P::IMAGE_WORDS ? 0 : 1;
 }
 
+static_assert(zq::is_pow2(N_PE) && zq::is_pow2(N_CI), "N_PE and N_CI must be powers of two");
+static_assert(N_PE % N_CI == 0, "N_PE must be a multiple of N_CI (an output group is whole channel words)");
+static_assert(N_CI >= 4, "N_CI < 4: a weight word must hold the N_PE 32-bit biases");
+static_assert(N_PE % 2 == 0, "N_PE must be even (two output channels share a DSP48E1)");
+static_assert(zq::WORD_BYTES % 8 == 0 && P::HEADER_BYTES % 8 == 0, "weight words and header are whole 64-bit beats");
+static_assert(P::HEADER_BYTES >= 4 * S::HDR_WORDS, "the header holds the HEADER fields");
+static_assert(P::IMAGE_BYTES == (unsigned)(P::HEADER_BYTES + P::IMAGE_WORDS * zq::WORD_BYTES),
+              "IMAGE_BYTES != HEADER_BYTES + IMAGE_WORDS * N_PE * N_CI");
+static_assert(P::WEIGHT_CACHE ? P::WBUF_DEPTH == P::IMAGE_WORDS && P::IMAGE_WORDS <= zq::WRING
+                              : P::WBUF_DEPTH == zq::WRING,
+              "WBUF_DEPTH must be IMAGE_WORDS (cache) or 2^WR_W (ring)");
+static_assert(P::SCRATCH_BYTES == 0 || N_PE % 8 == 0, "DDR tensors need N_PE >= 8 (whole 64-bit beats per unit)");
+static_assert(P::SCRATCH_BYTES % 8 == 0, "the scratch area is whole beats");
 static_assert(P::IN_BYTES % 4 == 0, "input frames must be whole 32-bit beats (IN_BYTES % 4 == 0)");
 static_assert(P::IN_BYTES == P::IN_SIZE * P::IN_SIZE * P::IN_CH, "IN_BYTES != IN_SIZE^2 * IN_CH");
-static_assert(zq::is_pow2(P::N_PE) && zq::is_pow2(P::N_CI), "N_PE and N_CI must be powers of two");
-static_assert(P::N_PE % P::N_CI == 0, "the engine writes whole words: N_PE must be a multiple of N_CI");
-static_assert(P::W_BITS >= 2 && P::W_BITS <= 16 && P::A_BITS >= 2 && P::A_BITS <= 16, "bit widths 2..16");
-static_assert(P::OUT_BITS >= 2 && P::OUT_BITS <= 16, "logits must fit 16 bits (error frames use -32768)");
-static_assert(P::N_BUFS >= 1 && P::N_BUFS <= zq::GAP_BUF, "at most 14 activation buffers");
-static_assert(P::BUF0_WORDS == P::IM2COL_OUT * P::IM2COL_OUT * P::IN_WORDS, "BUF0 size");
-static_assert(P::IM2COL_CH <= P::IN_WORDS * P::N_CI, "IM2COL_CH > IN_WORDS * N_CI");
-static_assert(P::IM2COL_CH == P::IM2COL_K * P::IM2COL_K * P::IN_CH, "IM2COL_CH != K*K*IN_CH");
-static_assert(P::IM2COL_OUT == zq::cdiv(P::IN_SIZE, P::IM2COL_STRIDE), "IM2COL_OUT");
-static_assert(P::N_CLASSES >= 1 && P::N_CLASSES <= P::GAP_CH, "N_CLASSES must be <= GAP_CH");
+static_assert(P::STEM_SIZE * P::STEM_S == P::IN_SIZE, "STEM_SIZE * STEM_S != IN_SIZE");
+static_assert(P::IN_WORDS * N_CI >= zq::STEM_LANES, "IN_WORDS * N_CI < STEM_K^2 * IN_CH");
+static_assert(zq::is_pow2(P::RAW_RR) && P::RAW_RR >= P::STEM_K + P::STEM_S, "RAW_RR: a power of two >= K + S");
+static_assert(P::STEM_IM2COL || (P::STEM_K == 1 && P::STEM_S == 1), "a stem that is not im2col'ed has K = S = 1");
+static_assert(P::N_CLASSES >= 1 && P::N_CLASSES <= P::GAP_ROWS * N_PE, "N_CLASSES > GAP_ROWS * N_PE");
 static_assert(P::GAP_SHIFT >= 0 && P::GAP_SHIFT < 31, "GAP_SHIFT");
-static_assert(sizeof(P::WEIGHTS) / sizeof(P::WEIGHTS[0]) == (unsigned)P::W_WORDS, "WEIGHTS rows != W_WORDS");
-static_assert(sizeof(P::BIASES) / sizeof(P::BIASES[0]) == (unsigned)P::B_WORDS, "BIASES rows != B_WORDS");
+static_assert(P::W_BITS <= S::W_BITS_MAX && P::A_BITS <= S::LANE_BITS && P::OUT_BITS <= S::OUT_BITS_MAX,
+              "weights of at most 8 bits, activations in 8-bit lanes, logits of at most 16 bits");
+static_assert(P::BUILD_PARAMS == ((unsigned)N_PE | (unsigned)N_CI << 8 | (unsigned)P::W_BITS << 16 |
+                                  (unsigned)P::A_BITS << 24),
+              "BUILD_PARAMS != N_PE | N_CI << 8 | W_BITS << 16 | A_BITS << 24");
+static_assert((P::ENGINE_INFO_HLS & 0xFF) == (unsigned)S::SPEC_VERSION,
+              "net_params.h was exported for another spec version than zq_spec.h: re-export");
+static_assert((P::ENGINE_INFO_HLS & S::INFO_RTL_TWIN) == 0, "ENGINE_INFO_HLS has the rtl_twin bit");
+static_assert(((P::ENGINE_INFO_HLS & S::INFO_WEIGHT_CACHE) != 0) == (P::WEIGHT_CACHE != 0),
+              "ENGINE_INFO_HLS weight_cache bit != WEIGHT_CACHE");
 static_assert(layer_table_error() == 0, "layer table inconsistent (value: 100*(layer+1) + check in zq_top.cpp)");
 
-// The engine configuration (hls4ml-style config struct).
-struct Cfg {
-    static constexpr int n_pe = P::N_PE;
-    static constexpr int n_ci = P::N_CI;
-    static constexpr int a_bits = P::A_BITS;
-    static constexpr int w_bits = P::W_BITS;
-    static constexpr int out_bits = P::OUT_BITS;
-    static constexpr int n_layers = P::N_LAYERS;
-    static constexpr int in_size = P::IN_SIZE;
-    static constexpr int in_ch = P::IN_CH;
-    static constexpr int in_bytes = P::IN_BYTES;
-    static constexpr int im2col_k = P::IM2COL_K;
-    static constexpr int im2col_stride = P::IM2COL_STRIDE;
-    static constexpr int im2col_out = P::IM2COL_OUT;
-    static constexpr int im2col_ch = P::IM2COL_CH;
-    static constexpr int in_words = P::IN_WORDS;
-    static constexpr int n_classes = P::N_CLASSES;
-    static constexpr int gap_ch = P::GAP_CH;
-    static constexpr int gap_shift = P::GAP_SHIFT;
-    static constexpr int w_words = P::W_WORDS;
-    static constexpr int b_words = P::B_WORDS;
-    static constexpr int buf0_words = P::BUF0_WORDS;
-    static constexpr int act_words = act_words_total();
-    static constexpr int max_cycles_layer = P::MAX_CYCLES_LAYER;
-    static constexpr unsigned net_id = P::NET_ID;
-    typedef std::remove_cv<std::remove_all_extents<decltype(P::WEIGHTS)>::type>::type w_ctype;
-};
+// m_axi depths for C/RTL co-simulation (beats): the weight image, the scratch area.
+constexpr int WTS_DEPTH = (int)(P::IMAGE_BYTES / 8);
+constexpr int ACT_DEPTH = P::SCRATCH_BYTES ? (int)(P::SCRATCH_BYTES / 8) : 1;
+
+#ifndef __SYNTHESIS__
+bool g_reset_pending = false;  // zq_csim_reset(): the next call starts from the reset state
+#endif
 
 }  // namespace
 
-void zq_top(hls::stream<zq_axis_in>& s_axis_in, hls::stream<zq_axis_out>& m_axis_out, zq_reg_t& status,
-            zq_reg_t& cycles_last, zq_reg_t& frames_done, zq_reg_t& net_id, zq_reg_t& build_params) {
+#define ZQ_XPRAGMA(x) ZQ_PRAGMA(x)  // expands macro arguments before _Pragma
+#ifndef ZQ_WTS_DEPTH
+#define ZQ_WTS_DEPTH WTS_DEPTH
+#endif
+#ifndef ZQ_ACT_DEPTH
+#define ZQ_ACT_DEPTH ACT_DEPTH
+#endif
+
+void zq_top(hls::stream<zq_axis_in>& s_axis_in, hls::stream<zq_axis_out>& m_axis_out, const ap_uint<64>* wts,
+            ap_uint<64>* act, zq_reg_t& status, zq_reg_t& frames_done, zq_reg_t& net_id, zq_reg_t& build_params,
+            zq_reg_t& engine_info) {
 #pragma HLS INTERFACE mode=axis port=s_axis_in register_mode=both
 #pragma HLS INTERFACE mode=axis port=m_axis_out register_mode=both
-#pragma HLS INTERFACE mode=s_axilite port=status bundle=control
-#pragma HLS INTERFACE mode=s_axilite port=cycles_last bundle=control
-#pragma HLS INTERFACE mode=s_axilite port=frames_done bundle=control
-#pragma HLS INTERFACE mode=s_axilite port=net_id bundle=control
-#pragma HLS INTERFACE mode=s_axilite port=build_params bundle=control
-#pragma HLS INTERFACE mode=s_axilite port=return bundle=control
+    ZQ_XPRAGMA(HLS INTERFACE mode=m_axi port=wts bundle=wts offset=slave max_read_burst_length=16 \
+               num_read_outstanding=8 depth=ZQ_WTS_DEPTH)
+    ZQ_XPRAGMA(HLS INTERFACE mode=m_axi port=act bundle=act offset=slave max_read_burst_length=16 \
+               max_write_burst_length=16 depth=ZQ_ACT_DEPTH)
+    ZQ_AXILITE_PRAGMAS
 #pragma HLS INTERFACE mode=ap_ctrl_hs port=return
-    // Three processes: load (stream -> BUF0), compute (layers + GAP),
-    // write_out (stream + registers). BUF0 becomes a ping-pong buffer, so the
-    // next frame is loaded while this one is computed. The register outputs
-    // are written by write_out only (one writer per output, as DATAFLOW
-    // requires); the counters are statics of that process.
-#pragma HLS DATAFLOW
-    hls::stream<zq::FrameInfo> info_load("info_load"), info_comp("info_comp");
-#pragma HLS STREAM variable=info_load depth=2
-#pragma HLS STREAM variable=info_comp depth=2
-    hls::stream<zq::Types<Cfg>::logit_t> logits("logits");
-#pragma HLS STREAM variable=logits depth=2
-    zq::Types<Cfg>::in_word_t buf0[P::BUF0_WORDS];
 
-    zq::load<Cfg>(s_axis_in, buf0, info_load);
-    zq::compute<Cfg>(buf0, info_load, logits, info_comp, P::LAYERS, P::WEIGHTS, P::BIASES, BUF_BASE);
-    zq::write_out<Cfg>(logits, info_comp, m_axis_out, status, cycles_last, frames_done, net_id, build_params);
+    // counters since reset and the weight cache's state (ap_rst_n clears them)
+    static ap_uint<16> err_frames = 0;
+    static ap_uint<32> frames = 0;
+    static bool cached = false;
+#pragma HLS RESET variable=err_frames
+#pragma HLS RESET variable=frames
+#pragma HLS RESET variable=cached
+
+    // on-chip memories
+    static zq::act_word_t act_ram[WPG][zq::ACT_ROWS];
+#pragma HLS ARRAY_PARTITION variable=act_ram complete dim=1
+#pragma HLS BIND_STORAGE variable=act_ram type=ram_s2p impl=bram
+    static zq::wbeat_t wbuf[zq::WBUF][zq::BPW];
+#pragma HLS ARRAY_PARTITION variable=wbuf complete dim=2
+#pragma HLS BIND_STORAGE variable=wbuf type=ram_s2p impl=bram
+    static zq::byte_t raw[P::RAW_RR][P::IN_SIZE][P::IN_CH];
+#pragma HLS ARRAY_PARTITION variable=raw complete dim=1
+#pragma HLS ARRAY_PARTITION variable=raw complete dim=3
+    static zq::gap_t gap[zq::GAP_ROWS][N_PE];
+#pragma HLS ARRAY_PARTITION variable=gap complete dim=2
+    static zq::ddr_t obuf[zq::OBUF_PIX][zq::BPU];
+#pragma HLS ARRAY_PARTITION variable=obuf complete dim=2
+#pragma HLS BIND_STORAGE variable=obuf type=ram_s2p impl=bram
+
+#ifndef __SYNTHESIS__
+    if (g_reset_pending) {
+        err_frames = 0;
+        frames = 0;
+        cached = false;
+        g_reset_pending = false;
+    }
+#endif
+
+    net_id = P::NET_ID;
+    build_params = P::BUILD_PARAMS;
+    engine_info = P::ENGINE_INFO_HLS;
+
+    zq::InState in;
+    zq::in_start(in);
+    zq::StemState stem;
+    stem.raw_avail = 0;
+    zq::WState ws;
+    ws.loaded = 0;
+    ws.released = 0;
+    unsigned flags = 0;
+
+    // the weight image: its header every frame; the whole image once when it is cached
+    if (!zq::header_ok(wts)) {
+        flags |= S::STATUS_WEIGHT_IMAGE;
+        cached = false;
+    } else {
+        if (P::WEIGHT_CACHE) {
+            if (!cached) {
+                zq::load_words(wts, wbuf, 0, P::IMAGE_WORDS);
+                cached = true;
+            }
+            ws.loaded = P::IMAGE_WORDS;
+        }
+    LAYERS:
+        for (int li = 0; li < P::N_LAYERS; li++) {
+            if (!zq::run_layer(li, s_axis_in, in, stem, wts, act, act_ram, wbuf, raw, gap, obuf, ws)) break;
+        }
+    }
+    zq::in_finish(s_axis_in, in);
+    if (in.err_short) flags |= S::STATUS_SHORT_FRAME;
+    if (in.err_long) flags |= S::STATUS_LONG_FRAME;
+
+    // the answer: the logits, or 1 + drain_frames error frames
+    const bool ok = flags == 0;
+    const int n_out = ok ? 1 : 1 + (int)in.drain_frames;
+    const int n_beats = n_out * P::N_CLASSES;
+    int c = 0;
+OUT:
+    for (int i = 0; i < n_beats; i++) {
+#pragma HLS PIPELINE II=1
+#pragma HLS LOOP_TRIPCOUNT min=P::N_CLASSES max=P::N_CLASSES
+        ap_int<32> v = S::ERROR_LOGIT;
+        if (ok) {
+            ap_int<S::GAP_BITS + 1> sum = gap[c >> zq::LG_PE][c & (N_PE - 1)];
+            if (P::GAP_SHIFT > 0) sum = (sum + (1 << (P::GAP_SHIFT > 0 ? P::GAP_SHIFT - 1 : 0))) >> P::GAP_SHIFT;
+            v = sum;
+        }
+        zq_axis_out o;
+        o.data = ap_uint<32>(v);
+        o.keep = -1;
+        o.strb = -1;
+        o.last = c == P::N_CLASSES - 1;
+        m_axis_out.write(o);
+        c = c == P::N_CLASSES - 1 ? 0 : c + 1;
+    }
+
+    frames += n_out;
+    if (!ok) err_frames = (int)err_frames + n_out > S::STATUS_ERRCNT_MAX ? ap_uint<16>(S::STATUS_ERRCNT_MAX)
+                                                                         : ap_uint<16>(err_frames + n_out);
+    status = (zq_reg_t(err_frames) << S::STATUS_ERRCNT_SHIFT) | zq_reg_t(flags);
+    frames_done = frames;
 }
 
 #ifndef __SYNTHESIS__
-void zq_csim_reset() { zq::csim_reset_flag() = true; }
+void zq_csim_reset() { g_reset_pending = true; }
 #endif

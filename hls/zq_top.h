@@ -1,6 +1,6 @@
-// zq_top: the layer-sequential CNN engine's top function (Vitis HLS).
+// zq_top: the DDR-streaming CNN engine's top function (Vitis HLS).
 // Implemented in zq_top.cpp for the network whose net_params.h is on the
-// include path; the templates are in engine.h.
+// include path; the engine is in engine.h, the specification in zq_spec.h.
 #ifndef ZQ_TOP_H
 #define ZQ_TOP_H
 
@@ -8,23 +8,26 @@
 #include <hls_stream.h>
 
 #include "zq_axis.h"
+#include "zq_spec.h"
 
 typedef ap_uint<32> zq_reg_t;
 
-// Status register bits.
-#define ZQ_STATUS_SHORT 0x1u        // last frame was short (TLAST before beat IN_BYTES/4-1)
-#define ZQ_STATUS_LONG 0x2u         // last frame was long (no TLAST on beat IN_BYTES/4-1)
-#define ZQ_STATUS_ERRCNT_SHIFT 16   // bits 31:16: error frames since reset (saturating)
-#define ZQ_ERROR_LOGIT (-32768)     // every beat of an error frame (int16 minimum, sign-extended)
-
-// One call = one input frame in, one output frame (N_CLASSES beats) out.
-// Registers (s_axilite, read-only): status, cycles_last, frames_done, net_id, build_params.
-void zq_top(hls::stream<zq_axis_in>& s_axis_in, hls::stream<zq_axis_out>& m_axis_out,
-            zq_reg_t& status, zq_reg_t& cycles_last, zq_reg_t& frames_done, zq_reg_t& net_id,
-            zq_reg_t& build_params);
+// One call = one frame: the input frame from s_axis_in (4 bytes per beat, HWC,
+// TLAST on the last beat), the logits (N_CLASSES beats, one int32 each, TLAST on
+// the last) or error frames to m_axis_out.
+//   wts: the weight image in DDR (m_axi, 64-bit beats), its byte address in
+//        the register `wts` (spec offset 0x10);
+//   act: the activation scratch area in DDR (m_axi; manifest memory.scratch_bytes),
+//        its byte address in the register `act` (0x1C);
+//   status, frames_done, net_id, build_params, engine_info: the read-only
+//        registers of the spec's register map (docs/engine-spec.md).
+void zq_top(hls::stream<zq_axis_in>& s_axis_in, hls::stream<zq_axis_out>& m_axis_out, const ap_uint<64>* wts,
+            ap_uint<64>* act, zq_reg_t& status, zq_reg_t& frames_done, zq_reg_t& net_id, zq_reg_t& build_params,
+            zq_reg_t& engine_info);
 
 #ifndef __SYNTHESIS__
-// C simulation only: clear the static counters and flags, as a hardware reset does.
+// C simulation only: clear the static counters and the weight cache, as a
+// hardware reset (ap_rst_n) does; takes effect at the next call.
 void zq_csim_reset();
 #endif
 

@@ -4,14 +4,17 @@ The engine is compiled against one export directory (``net_params.h``) and
 the ap_types headers shipped with hls4ml (no Vitis needed):
 
 * :func:`build` -> a shared library (``hls/csim_lib.cpp``) driven through
-  ctypes by :class:`CSim`;
+  ctypes by :class:`CSim`; the library holds a simulated DDR with the export's
+  weight image (``weights.bin``) and the activation scratch area;
 * :func:`build_testbench` / :func:`run_testbench` -> the C testbench
-  ``hls/tb/tb_zq_top.cpp`` on the export's test vectors.
+  ``hls/tb/tb_zq_top.cpp`` on the export's test vectors;
+* :func:`build_dsp_test` / :func:`run_dsp_test` -> the exhaustive check of the
+  packed DSP48E1 arithmetic (``hls/tb/tb_packed_dsp.cpp``).
 
-``make csim`` (:mod:`zynqflow.bench.csim_eval`) runs both and compares a test
-set with the golden model. Builds are cached in ``<export_dir>/../csim/`` and
-redone only when a source, a header or ``net_params.h`` is newer than the
-output.
+``make csim`` (:mod:`zynqflow.bench.csim_eval`) runs the testbench and compares a
+test set with the golden model. Builds are cached in ``<export_dir>/../csim/``
+(``csim-<name>/`` for an export directory not named ``export``) and redone only
+when a source, a header or ``net_params.h`` is newer than the output.
 """
 
 from __future__ import annotations
@@ -29,21 +32,20 @@ from pathlib import Path
 
 import numpy as np
 
+from zynqflow.spec import engine as E
 from zynqflow.spec.golden import check_frames
-
 from zynqflow.spec.paths import REPO
 
 HLS_DIR = REPO / "hls"
-HEADERS = ("engine.h", "zq_axis.h", "zq_top.h")
+HEADERS = ("engine.h", "zq_axis.h", "zq_dsp.h", "zq_spec.h", "zq_top.h")
 CXXFLAGS = ["-O2", "-std=c++14", "-fPIC", "-Wall",
             # HLS idiom: pragmas and loop labels are for Vitis, not g++
             "-Wno-unknown-pragmas", "-Wno-unused-label",
-            # false positives inside the ap_private.h default constructors
-            "-Wno-uninitialized", "-Wno-maybe-uninitialized"]
-N_REGS = 5
-REG_NAMES = ("status", "cycles_last", "frames_done", "net_id", "build_params")
-STATUS_SHORT, STATUS_LONG = 0x1, 0x2
-ERROR_LOGIT = -32768
+            # false positives inside the ap_private.h default constructors and range helpers
+            "-Wno-uninitialized", "-Wno-maybe-uninitialized", "-Wno-aggressive-loop-optimizations"]
+REG_NAMES = ("status", "frames_done", "net_id", "build_params", "engine_info")
+N_REGS = len(REG_NAMES)
+ERROR_LOGIT = E.ERROR_LOGIT
 
 
 class CSimError(RuntimeError):
@@ -86,7 +88,10 @@ def _export_dir(export_dir) -> Path:
 
 
 def _default_out(export_dir: Path) -> Path:
-    return export_dir.parent / "csim"
+    """build/<net>/export -> build/<net>/csim; any other export directory gets its own
+    csim-<name> beside it (a library file must never be rebuilt for another network
+    while a process has it loaded)."""
+    return export_dir.parent / ("csim" if export_dir.name == "export" else f"csim-{export_dir.name}")
 
 
 def _newer(target: Path, deps: list[Path]) -> bool:
@@ -155,16 +160,16 @@ def _compile(sources: list[str], export_dir: Path, out: Path, flavor: str, defin
 def build(export_dir, out_dir=None, native: bool = True) -> Path:
     """Compile the C-simulation library for ``export_dir`` (cached).
 
-    ``native`` builds with ``-DZQ_CSIM_NATIVE`` (native ints in the MAC
-    datapath, same values, ~5-10x faster); ``native=False`` compiles exactly
-    the code Vitis synthesizes. Returns the ``.so`` path (default
+    ``native`` builds with ``-DZQ_CSIM_NATIVE -O3`` (native bytes and int64 in
+    the MAC datapath, the same packed-DSP arithmetic and the same bits, ~15x
+    faster); ``native=False`` compiles exactly the code Vitis synthesizes. Returns the ``.so`` path (default
     ``<export_dir>/../csim/libzq_csim.so``)."""
     export_dir = _export_dir(export_dir)
     out_dir = Path(out_dir) if out_dir else _default_out(export_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     name = "libzq_csim.so" if native else "libzq_csim_exact.so"
     return _compile(["zq_top.cpp", "csim_lib.cpp"], export_dir, out_dir / name,
-                    "native" if native else "exact", ["-DZQ_CSIM_NATIVE"] if native else [], shared=True)
+                    "native" if native else "exact", ["-DZQ_CSIM_NATIVE", "-O3"] if native else [], shared=True)
 
 
 def build_testbench(export_dir, out_dir=None) -> Path:
@@ -176,21 +181,46 @@ def build_testbench(export_dir, out_dir=None) -> Path:
                     shared=False)
 
 
-def run_testbench(export_dir, out_dir=None, vectors_dir=None, quiet: bool = False) -> int:
-    """Build (if needed) and run the testbench on ``vectors_dir`` (default
-    the export directory); returns its exit status (0 = pass)."""
+def run_testbench(export_dir, out_dir=None, vectors_dir=None, quiet: bool = False, max_frames: int | None = None
+                  ) -> int:
+    """Build (if needed) and run the testbench on ``vectors_dir`` (default the
+    export directory: vectors_in/out.bin, weights.bin); returns its exit status
+    (0 pass, 1 mismatch, 2 missing or malformed files)."""
     tb = build_testbench(export_dir, out_dir)
     vdir = Path(vectors_dir) if vectors_dir else Path(export_dir)
-    r = subprocess.run([str(tb), str(vdir)], capture_output=True, text=True)
+    cmd = [str(tb), str(vdir)] + ([str(max_frames)] if max_frames is not None else [])
+    r = subprocess.run(cmd, capture_output=True, text=True)
     if not quiet:
         sys.stdout.write(r.stdout)
         sys.stderr.write(r.stderr)
     return r.returncode
 
 
+def build_dsp_test(out_dir) -> Path:
+    """Compile ``hls/tb/tb_packed_dsp.cpp`` (no export needed) into ``out_dir``."""
+    cxx = compiler()
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    src = HLS_DIR / "tb" / "tb_packed_dsp.cpp"
+    out = out_dir / "tb_packed_dsp"
+    if _newer(out, [src, HLS_DIR / "zq_dsp.h"]):
+        tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+        _run_cmd([cxx, *CXXFLAGS, f"-I{HLS_DIR}", "-isystem", str(ap_types_dir()), str(src), "-o", str(tmp)])
+        os.replace(tmp, out)
+    return out
+
+
+def run_dsp_test(out_dir, quiet: bool = False) -> tuple[int, str]:
+    """Build and run the exhaustive packed-DSP check; returns (exit status, output)."""
+    r = subprocess.run([str(build_dsp_test(out_dir))], capture_output=True, text=True)
+    if not quiet:
+        sys.stdout.write(r.stdout)
+    return r.returncode, r.stdout
+
+
 # ---- the library -------------------------------------------------------------
 def frame_beats(frame: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """One uint8 HWC frame -> (32-bit beats, TLAST flags) as the loader expects."""
+    """One uint8 HWC frame -> (32-bit beats, TLAST flags) as the stem expects."""
     b = np.ascontiguousarray(frame, dtype=np.uint8).ravel()
     if b.size % 4:
         raise ValueError(f"frame of {b.size} bytes is not a whole number of 32-bit beats")
@@ -203,8 +233,14 @@ def frame_beats(frame: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 class CSim:
     """The C-simulated engine of one export, through ctypes.
 
-    The library keeps the engine's static state (counters) per process and
-    per library file: two ``CSim`` objects on the same ``.so`` share it."""
+    The library holds a simulated DDR: the export's weight image at
+    ``default_bases["wts"]`` (a nonzero address), a spare slot for a second image
+    at ``default_bases["wts_alt"]``, and the activation scratch area at
+    ``default_bases["act"]``; :meth:`set_bases` writes the ``wts`` / ``act``
+    registers, :meth:`ddr_write` / :meth:`ddr_read` reach the memory.
+    The library keeps the engine's static state (counters, weight cache, DDR)
+    per process and per library file: two ``CSim`` objects on the same ``.so``
+    share it (each constructor reloads the image, resets the bases and resets the engine)."""
 
     def __init__(self, export_dir, lib=None, native: bool = True, out_dir=None):
         self.export_dir = _export_dir(export_dir)
@@ -215,24 +251,38 @@ class CSim:
         except OSError as e:
             raise CSimError(f"{self.lib_path}: cannot load ({e})") from e
         L = self._lib
-        vp = ctypes.c_void_p
-        L.zq_run.argtypes = [vp, ctypes.c_int, vp, vp]
-        L.zq_run.restype = ctypes.c_int
-        L.zq_send_raw.argtypes = [vp, vp, ctypes.c_int, vp, ctypes.c_int]
-        L.zq_send_raw.restype = ctypes.c_int
-        L.zq_regs.argtypes = [vp]
-        L.zq_regs.restype = None
-        L.zq_reset.argtypes = []
-        L.zq_reset.restype = None
-        L.zq_net_id.restype = ctypes.c_uint32
+        vp, u64 = ctypes.c_void_p, ctypes.c_uint64
+        for name, args, res in (
+                ("zq_run", [vp, ctypes.c_int, vp, vp], ctypes.c_int),
+                ("zq_send_raw", [vp, vp, ctypes.c_int, vp, ctypes.c_int], ctypes.c_int),
+                ("zq_regs", [vp], None), ("zq_reset", [], None), ("zq_net_id", [], ctypes.c_uint32),
+                ("zq_init", [ctypes.c_char_p], ctypes.c_int), ("zq_last_error", [], ctypes.c_char_p),
+                ("zq_ddr_write", [u64, vp, u64], ctypes.c_int), ("zq_ddr_read", [u64, vp, u64], ctypes.c_int),
+                ("zq_set_bases", [u64, u64], ctypes.c_int), ("zq_get_bases", [vp], None),
+                ("zq_default_bases", [vp], None), ("zq_image_bytes", [], u64), ("zq_scratch_bytes", [], u64),
+                ("zq_ddr_bytes", [], u64)):
+            f = getattr(L, name)
+            f.argtypes, f.restype = args, res
         inp = self.manifest["input"]
         self.input_shape = tuple(inp["shape"])
         self.num_classes = int(self.manifest["output"]["classes"])
         self.network_id = int(self.manifest["network_id_int"])
+        mem = self.manifest["memory"]
         if (L.zq_in_bytes() != inp["bytes_per_frame"] or L.zq_n_classes() != self.num_classes
-                or L.zq_net_id() != self.network_id):
-            raise CSimError(f"{self.lib_path} was built for network 0x{L.zq_net_id():08x}, the manifest in "
-                            f"{self.export_dir} is {self.manifest['network_id']}: rebuild it")
+                or L.zq_net_id() != self.network_id or L.zq_image_bytes() != mem["weight_image_bytes"]
+                or L.zq_scratch_bytes() != mem["scratch_bytes"]):
+            raise CSimError(f"{self.lib_path} was built for network 0x{L.zq_net_id():08x} (weight image "
+                            f"{L.zq_image_bytes()} B, scratch {L.zq_scratch_bytes()} B), the manifest in "
+                            f"{self.export_dir} is {self.manifest['network_id']} ({mem['weight_image_bytes']} B, "
+                            f"{mem['scratch_bytes']} B): rebuild it")
+        if L.zq_init(str(self.export_dir).encode()) != 0:
+            raise CSimError(f"C simulation: {L.zq_last_error().decode(errors='replace')}")
+        b = np.zeros(3, np.uint64)
+        L.zq_default_bases(self._ptr(b))
+        self.default_bases = dict(wts=int(b[0]), wts_alt=int(b[1]), act=int(b[2]))
+        self.image_bytes = int(L.zq_image_bytes())
+        self.scratch_bytes = int(L.zq_scratch_bytes())
+        self.ddr_bytes = int(L.zq_ddr_bytes())
 
     @staticmethod
     def _ptr(a: np.ndarray):
@@ -263,21 +313,28 @@ class CSim:
         return out.astype(np.int64)
 
     def registers(self) -> dict:
-        """The read-only registers after the last frame, plus the status fields decoded."""
+        """The registers after the last frame (:data:`REG_NAMES`), plus the status decoded
+        (``flags``, ``error_frames``, one boolean per status bit)."""
         regs = np.zeros(N_REGS, np.uint32)
         self._lib.zq_regs(self._ptr(regs))
         d = {k: int(v) for k, v in zip(REG_NAMES, regs)}
-        d.update(short_frame=bool(d["status"] & STATUS_SHORT), long_frame=bool(d["status"] & STATUS_LONG),
-                 error_frames=d["status"] >> 16)
+        st = E.decode_status(d["status"])
+        d.update(flags=st["flags"], error_frames=st["error_frames"],
+                 **{b.name: bool(d["status"] & b.mask) for b in E.STATUS_BITS})
         return d
 
-    def send_raw(self, beats, last, max_out: int = 4096) -> np.ndarray:
-        """Send raw 32-bit beats with TLAST flags; zq_top runs once per input
-        frame (up to each TLAST). Returns every output word (int64, sign-extended)."""
+    def send_raw(self, beats, last, max_out: int | None = None) -> np.ndarray:
+        """Send raw 32-bit beats with TLAST flags; zq_top runs once per TLAST (one
+        input frame each). Returns every output word (int64, sign-extended).
+        ``max_out`` defaults to the most the beats can produce (one frame per TLAST,
+        one more per whole frame of beats drained after a long frame)."""
         beats = np.ascontiguousarray(beats, dtype=np.uint32).ravel()
         last = np.ascontiguousarray(np.asarray(last).astype(np.uint8)).ravel()
         if beats.shape != last.shape:
             raise ValueError(f"{beats.size} beats but {last.size} TLAST flags")
+        if max_out is None:
+            in_beats = int(np.prod(self.input_shape)) // 4
+            max_out = (int(np.count_nonzero(last)) + beats.size // in_beats + 1) * self.num_classes
         out = np.zeros(max(1, max_out), np.int32)
         n = self._lib.zq_send_raw(self._ptr(beats), self._ptr(last), beats.size, self._ptr(out), max_out)
         if n < 0:
@@ -287,5 +344,33 @@ class CSim:
         return out[:n].astype(np.int64)
 
     def reset(self) -> None:
-        """Clear the counters and flags (as a hardware reset)."""
+        """Clear the counters and the weight cache (as a hardware reset); DDR keeps its contents."""
         self._lib.zq_reset()
+
+    # ---- the simulated DDR and the base-address registers ----------------------
+    def ddr_write(self, addr: int, data) -> None:
+        buf = np.frombuffer(bytes(data), np.uint8).copy()
+        if self._lib.zq_ddr_write(addr, self._ptr(buf), buf.size) != 0:
+            raise CSimError(f"DDR write of {buf.size} bytes at 0x{addr:x} is outside the simulated "
+                            f"{self.ddr_bytes}-byte DDR")
+
+    def ddr_read(self, addr: int, n: int) -> bytes:
+        buf = np.zeros(n, np.uint8)
+        if self._lib.zq_ddr_read(addr, self._ptr(buf), n) != 0:
+            raise CSimError(f"DDR read of {n} bytes at 0x{addr:x} is outside the simulated {self.ddr_bytes}-byte DDR")
+        return buf.tobytes()
+
+    @property
+    def bases(self) -> dict:
+        b = np.zeros(2, np.uint64)
+        self._lib.zq_get_bases(self._ptr(b))
+        return dict(wts=int(b[0]), act=int(b[1]))
+
+    def set_bases(self, wts: int | None = None, act: int | None = None) -> None:
+        """Write the ``wts`` / ``act`` registers (byte addresses in the simulated DDR)."""
+        cur = self.bases
+        w, a = cur["wts"] if wts is None else wts, cur["act"] if act is None else act
+        if self._lib.zq_set_bases(w, a) != 0:
+            raise CSimError(f"bases wts=0x{w:x}, act=0x{a:x}: not 8-byte aligned, or the weight image "
+                            f"({self.image_bytes} B) / scratch area ({self.scratch_bytes} B) would run past the "
+                            f"simulated {self.ddr_bytes}-byte DDR")

@@ -18,10 +18,12 @@ if ! command -v vitis_hls >/dev/null 2>&1; then
     echo "vitis_hls not found on PATH: install Vitis HLS 2023.2+ or source settings64.sh" >&2
     exit 1
 fi
-if [ ! -f "$1/net_params.h" ]; then
-    echo "$0: $1 has no net_params.h (run the exporter first: make export)" >&2
-    exit 2
-fi
+for f in net_params.h weights.bin; do
+    if [ ! -f "$1/$f" ]; then
+        echo "$0: $1 has no $f (run the exporter first: make export)" >&2
+        exit 2
+    fi
+done
 export_dir="$(cd "$1" && pwd)"
 mkdir -p "$2"
 out_dir="$(cd "$2" && pwd)"

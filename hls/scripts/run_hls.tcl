@@ -2,14 +2,17 @@
 #
 #   vitis_hls -f hls/scripts/run_hls.tcl -tclargs <export_dir> [out_dir] [steps]
 #
-# export_dir: the exporter's output (net_params.h, vectors_in/out.bin)
+# export_dir: the exporter's output (net_params.h, weights.bin, vectors_in/out.bin)
 # out_dir:    where the Vitis project goes (default: <export_dir>/../hls)
 # steps:      comma- or space-separated subset of csim,csynth,cosim,export
 #             (default: $ZQ_HLS_STEPS, else all four, in that order)
 # Environment: ZQ_HLS_PART (default xc7z020clg400-1, PYNQ-Z2),
 #              ZQ_HLS_CLOCK (ns, default 10),
-#              ZQ_COSIM_FRAMES (test vectors co-simulated, default 4; the
-#              C simulation always runs all of them).
+#              ZQ_COSIM_FRAMES (test vectors co-simulated, default 1: the DDR
+#              engine's co-simulation is slow; the C simulation runs all of them).
+# The m_axi depths for co-simulation (ZQ_WTS_DEPTH, ZQ_ACT_DEPTH: 64-bit beats of
+# the weight image and of the scratch area) are computed here from weights.bin and
+# net_params.h and passed as defines.
 # Normally run through hls/scripts/hls.sh, which checks for vitis_hls first.
 
 set script_dir [file dirname [file normalize [info script]]]
@@ -20,9 +23,11 @@ if {[llength $argv] < 1} {
     exit 2
 }
 set export_dir [file normalize [lindex $argv 0]]
-if {![file exists [file join $export_dir net_params.h]]} {
-    puts stderr "run_hls.tcl: $export_dir has no net_params.h (run the exporter first)"
-    exit 2
+foreach f {net_params.h weights.bin} {
+    if {![file exists [file join $export_dir $f]]} {
+        puts stderr "run_hls.tcl: $export_dir has no $f (run the exporter first)"
+        exit 2
+    }
 }
 if {[llength $argv] > 1} {
     set out_dir [file normalize [lindex $argv 1]]
@@ -52,14 +57,26 @@ file mkdir $out_dir
 cd $out_dir
 puts "run_hls.tcl: export $export_dir -> $out_dir, steps: $steps, part $part, clock ${clock} ns"
 
+# m_axi depths (64-bit beats) for co-simulation: the weight image and the scratch area
+set wts_depth [expr {[file size [file join $export_dir weights.bin]] / 8}]
+set fh [open [file join $export_dir net_params.h] r]
+set params [read $fh]
+close $fh
+if {![regexp {SCRATCH_BYTES = (0x[0-9a-fA-F]+|[0-9]+)u?;} $params -> scratch]} {
+    puts stderr "run_hls.tcl: no SCRATCH_BYTES in [file join $export_dir net_params.h] (stale export?)"
+    exit 2
+}
+set act_depth [expr {max(1, $scratch / 8)}]
+
 # ZQ_USE_AP_AXI: the design and the testbench both use Vitis's ap_axiu beats
 # (hls/zq_axis.h), so C simulation, co-simulation and synthesis agree.
-set cflags "-std=c++14 -I$export_dir -I$hls_dir -DZQ_USE_AP_AXI"
+set cflags "-std=c++14 -I$export_dir -I$hls_dir -DZQ_USE_AP_AXI -DZQ_WTS_DEPTH=$wts_depth -DZQ_ACT_DEPTH=$act_depth"
+puts "run_hls.tcl: m_axi depths for co-simulation: wts $wts_depth beats, act $act_depth beats"
 
 open_project -reset zq_hls
 set_top zq_top
 add_files [file join $hls_dir zq_top.cpp] -cflags $cflags
-foreach h {engine.h zq_axis.h zq_top.h} {
+foreach h {engine.h zq_axis.h zq_dsp.h zq_spec.h zq_top.h} {
     add_files [file join $hls_dir $h] -cflags $cflags
 }
 add_files -tb [file join $hls_dir tb tb_zq_top.cpp] -cflags $cflags
@@ -67,7 +84,7 @@ open_solution -reset solution1 -flow_target vivado
 set_part $part
 create_clock -period $clock -name default
 
-set cosim_frames 4
+set cosim_frames 1
 if {[info exists ::env(ZQ_COSIM_FRAMES)]} { set cosim_frames $::env(ZQ_COSIM_FRAMES) }
 
 # The testbench takes the vectors directory (and a frame limit) as arguments.
@@ -86,7 +103,7 @@ if {[lsearch -exact $steps cosim] >= 0} {
 }
 if {[lsearch -exact $steps export] >= 0} {
     export_design -format ip_catalog -rtl verilog -vendor zynqflow.org -library hls -version 1.0 \
-        -description "ZynqNet-style layer-sequential CNN engine" -display_name zq_top
+        -description "ZynqNet-style DDR-streaming CNN engine" -display_name zq_top
     puts "run_hls.tcl: IP catalog archive in [file join $out_dir zq_hls solution1 impl ip]"
 }
 exit 0
