@@ -158,7 +158,21 @@ constexpr int max_src_cgrps() {
     for (int l = 0; l < P::N_LAYERS; ++l) m = cmax(m, P::LAYERS[l].src_cgrps);
     return m;
 }
+constexpr int max_ring_rows() {  // input rows one fill may load: a ring's rows
+    int m = 1;
+    for (int l = 0; l < P::N_LAYERS; ++l)
+        if (P::LAYERS[l].src_kind != S::SRC_ACT) m = cmax(m, 1 << P::LAYERS[l].src_lg_rows);
+    return m;
+}
+constexpr int max_passes() {
+    int m = 1;
+    for (int l = 0; l < P::N_LAYERS; ++l) m = cmax(m, 1 << (P::LAYERS[l].lg_band - lg_pass(P::LAYERS[l])));
+    return m;
+}
 constexpr int MAX_MAC_ITERS = (int)max_mac_iters();
+constexpr int MAX_RING_ROWS = max_ring_rows();
+constexpr int MAX_PASSES = max_passes();
+constexpr int MAX_RAW_ROWS = P::STEM_K + P::STEM_S;      // raw frame rows read for one stem row
 constexpr int MAX_IN_SIZE = 1 << max_lg_in();
 constexpr int MAX_GROUPS = max_groups();
 constexpr int MAX_BANDS = max_bands();
@@ -466,8 +480,8 @@ inline void stem_row(hls::stream<zq_axis_in>& s, InState& in, StemState& st,
     const int iy0 = ys * P::STEM_S - STEM_PAD;
     const int last_raw = cmin(P::IN_SIZE - 1, iy0 + K - 1);
 RAW_ROWS:
-    for (int i = 0; i < K + P::STEM_S; i++) {  // at most K + S new raw rows per stem row
-#pragma HLS LOOP_TRIPCOUNT min=0 max=K+2
+    for (int i = 0; i < MAX_RAW_ROWS; i++) {  // at most K + S new raw rows per stem row
+#pragma HLS LOOP_TRIPCOUNT min=0 max=MAX_RAW_ROWS
         if (st.raw_avail > last_raw) break;
         read_raw_row(s, in, raw, st.raw_avail);
         st.raw_avail++;
@@ -568,7 +582,7 @@ inline void fill_ddr_rows(const ddr_t* act_ddr, act_word_t act[WPG][ACT_ROWS], c
     const int w = 1 << lg_w;
 FILL_ROWS:
     for (int y = from; y < to; y++) {
-#pragma HLS LOOP_TRIPCOUNT min=1 max=8
+#pragma HLS LOOP_TRIPCOUNT min=1 max=MAX_RING_ROWS
         for (int cg = 0; cg < L.r.src_cgrps; cg++) {
 #pragma HLS LOOP_TRIPCOUNT min=1 max=MAX_CGRPS
             const unsigned off = ((unsigned)L.r.src_ddr >> 3) + ((unsigned)((cg << lg_w) + y) << (lg_w + LG_BPU));
@@ -848,7 +862,7 @@ BANDS:
                 if (L.r.src_kind == S::SRC_STEM) {
                 STEM_ROWS:
                     for (int ys = loaded; ys < new_loaded; ys++) {
-#pragma HLS LOOP_TRIPCOUNT min=1 max=4
+#pragma HLS LOOP_TRIPCOUNT min=1 max=MAX_RING_ROWS
                         stem_row(s, in, stem, raw, act, L, ys);
                     }
                 } else {
@@ -884,7 +898,7 @@ BANDS:
             }
         PASSES:
             for (int p = 0; p < n_passes; p++) {
-#pragma HLS LOOP_TRIPCOUNT min=1 max=64
+#pragma HLS LOOP_TRIPCOUNT min=1 max=MAX_PASSES
                 const int oy0 = oyb + (p << L.lg_pass);
                 mac_pass(L, g, oy0, start + 1, bias, act, wbuf, obuf, gsum);
                 if (L.r.dst_kind == S::DST_DDR) write_pass(act_ddr, obuf, L, g, oy0);

@@ -98,6 +98,8 @@ static_assert(((P::ENGINE_INFO_HLS & S::INFO_WEIGHT_CACHE) != 0) == (P::WEIGHT_C
               "ENGINE_INFO_HLS weight_cache bit != WEIGHT_CACHE");
 static_assert(layer_table_error() == 0, "layer table inconsistent (value: 100*(layer+1) + check in zq_top.cpp)");
 
+constexpr int N_CLASSES = P::N_CLASSES;  // (unqualified names for the pragmas)
+
 // m_axi depths for C/RTL co-simulation (beats): the weight image, the scratch area.
 constexpr int WTS_DEPTH = (int)(P::IMAGE_BYTES / 8);
 constexpr int ACT_DEPTH = P::SCRATCH_BYTES ? (int)(P::SCRATCH_BYTES / 8) : 1;
@@ -203,7 +205,7 @@ void zq_top(hls::stream<zq_axis_in>& s_axis_in, hls::stream<zq_axis_out>& m_axis
 OUT:
     for (int i = 0; i < n_beats; i++) {
 #pragma HLS PIPELINE II=1
-#pragma HLS LOOP_TRIPCOUNT min=P::N_CLASSES max=P::N_CLASSES
+#pragma HLS LOOP_TRIPCOUNT min=N_CLASSES max=N_CLASSES
         ap_int<32> v = S::ERROR_LOGIT;
         if (ok) {
             ap_int<S::GAP_BITS + 1> sum = gap[c >> zq::LG_PE][c & (N_PE - 1)];

@@ -188,6 +188,11 @@ def test_testbench_fails_on_corrupt_vectors(tiny, tmp_path):
     assert csim.run_testbench(tiny.dir, vectors_dir=tmp_path, quiet=True) == 0
     (tmp_path / "weights.bin").write_bytes((tiny.dir / "weights.bin").read_bytes()[:-8])  # truncated image
     assert csim.run_testbench(tiny.dir, vectors_dir=tmp_path, quiet=True) == 2
+    shutil.copy(tiny.dir / "weights.bin", tmp_path / "weights.bin")
+    man = json.loads((tiny.dir / "manifest.json").read_text())
+    man["memory"]["scratch_bytes"] += 4096                   # a manifest of another build
+    (tmp_path / "manifest.json").write_text(json.dumps(man))
+    assert csim.run_testbench(tiny.dir, vectors_dir=tmp_path, quiet=True) == 2
 
 
 # ---- protocol errors ------------------------------------------------------------------
@@ -304,12 +309,24 @@ def _other_image(n) -> tuple[bytes, np.ndarray]:
     return bytes(img), want
 
 
-def test_weight_cache(tmp_path):
+def _fresh_sim(n):
+    """The network's library re-initialized (image reloaded, default bases, reset); a test that
+    changes its DDR calls this again at the end, so that the other tests find it as it was."""
+    return csim.CSim(n.dir, lib=n.sim.lib_path)
+
+
+def test_weight_cache():
     """Cached build: the words are read once and stay until the cache is dropped (a header that is not
     this engine's, or a reset); the header is checked every frame, at the current `wts` address."""
     n = _net("mini")
     assert n.man["engine"]["weight_cache"]
-    sim = csim.CSim(n.dir, out_dir=tmp_path)          # a library of its own: its DDR is changed here
+    try:
+        _weight_cache_steps(n, _fresh_sim(n))
+    finally:
+        _fresh_sim(n)
+
+
+def _weight_cache_steps(n, sim) -> None:
     hdr = n.man["memory"]["header_bytes"]
     a, alt = sim.default_bases["wts"], sim.default_bases["wts_alt"]
     image = (n.dir / "weights.bin").read_bytes()
@@ -332,11 +349,17 @@ def test_weight_cache(tmp_path):
     _expect_same(sim.run(f), n.golden[:4], "back at the first address")
 
 
-def test_weight_ring_reads_wts_every_frame(tmp_path):
+def test_weight_ring_reads_wts_every_frame():
     """Weight-ring build: every frame streams the words from the current `wts` address."""
     n = _net("zq64-ddr")
     assert not n.man["engine"]["weight_cache"]
-    sim = csim.CSim(n.dir, out_dir=tmp_path)
+    try:
+        _weight_ring_steps(n, _fresh_sim(n))
+    finally:
+        _fresh_sim(n)
+
+
+def _weight_ring_steps(n, sim) -> None:
     other, want_other = _other_image(n)
     f = n.frames[:4]
     sim.ddr_write(sim.default_bases["wts_alt"], other)
@@ -391,7 +414,7 @@ def test_missing_weight_image_is_named(tiny, tmp_path):
     shutil.copytree(tiny.dir, d)
     (d / "weights.bin").unlink()
     with pytest.raises(csim.CSimError, match="weights.bin"):
-        csim.CSim(d, out_dir=tmp_path / "build")
+        csim.CSim(d, lib=tiny.sim.lib_path)
 
 
 def test_bad_frames_rejected(tiny):

@@ -8,8 +8,8 @@
 // default: all.
 //
 // A DDR array holds the weight image at a nonzero address and the activation
-// scratch area (SCRATCH_BYTES of net_params.h, the manifest's
-// memory.scratch_bytes). The testbench streams every test frame through zq_top
+// scratch area (SCRATCH_BYTES of net_params.h; the manifest's memory.scratch_bytes
+// must agree when manifest.json is there). The testbench streams every test frame through zq_top
 // back to back and compares every logit with vectors_out.bin (int32 LE), checks
 // TLAST and the registers (status, frames_done, net_id, build_params,
 // engine_info), then the protocol errors: a short frame, a long frame, a frame
@@ -184,6 +184,17 @@ int main(int argc, char** argv) {
         printf("tb_zq_top: %s/weights.bin has %zu bytes, net_params.h says IMAGE_BYTES=%u (stale export?)\n",
                dir.c_str(), img.size(), zq_net::IMAGE_BYTES);
         return 2;
+    }
+    std::vector<uint8_t> man;  // the manifest's memory.scratch_bytes must be this build's SCRATCH_BYTES
+    if (read_file(dir + "/manifest.json", man)) {
+        const std::string text(man.begin(), man.end());
+        const size_t at = text.find("\"scratch_bytes\":");
+        const unsigned long long scratch = at == std::string::npos ? 0 : strtoull(text.c_str() + at + 16, nullptr, 10);
+        if (at != std::string::npos && scratch != zq_net::SCRATCH_BYTES) {
+            printf("tb_zq_top: %s/manifest.json says scratch_bytes=%llu, net_params.h SCRATCH_BYTES=%u "
+                   "(stale export?)\n", dir.c_str(), scratch, zq_net::SCRATCH_BYTES);
+            return 2;
+        }
     }
     if (!read_file(dir + "/vectors_in.bin", vin) || !read_file(dir + "/vectors_out.bin", vout)) {
         printf("tb_zq_top: cannot read %s/vectors_in.bin or %s/vectors_out.bin\n", dir.c_str(), dir.c_str());
