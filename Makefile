@@ -66,8 +66,11 @@ train: $(STAMP)
 report: $(STAMP)
 	$(PY) -m zynqflow.model.report --net $(NET) --out build/$(NET)
 
+# no checkpoint for NET (e.g. the full zynqnet on a fresh clone): seeded random weights, said so
+SEED    ?= 0
+EXPORT_SRC = $(if $(wildcard $(CKPT)),--ckpt $(CKPT),--net $(NET) --random-weights $(SEED))
 export: $(STAMP)
-	$(PY) -m zynqflow.export --ckpt $(CKPT) --out $(EXPORT) $(DATA_ARG)
+	$(PY) -m zynqflow.export $(EXPORT_SRC) --out $(EXPORT) $(DATA_ARG)
 
 csim: export
 	$(PY) -m zynqflow.bench.csim_eval --export $(EXPORT) --ckpt $(CKPT) --frames $(FRAMES) $(DATA_ARG) \

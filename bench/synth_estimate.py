@@ -108,7 +108,7 @@ def run_yosys(export_dir: Path, work: Path, timeout: int = 7200) -> tuple[dict, 
         # the cell library again, with its specify blocks: timing arcs for CARRY4 too
         "read_verilog -lib -specify -overwrite +/xilinx/cells_sim.v",
         f"tee -o {work / 'sta.txt'} sta",
-        "select -set nf t:* t:FD* %d w:* %u",
+        "select -set nf t:* t:FD* %d t:SRL* %d t:RAM* %d t:DSP48E1 %d w:* %u",
         f"tee -o {work / 'ltp.txt'} ltp @nf",
     ]) + "\n")
     log = work / "yosys.log"

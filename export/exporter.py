@@ -40,7 +40,7 @@ from zynqflow.spec.qnet import QNet
 from zynqflow.spec.recipes import default_recipe
 from zynqflow.spec.topology import DesignRuleError, check_rules
 
-from .plan import EngineParams, ExportError, HwPlan, plan_hardware
+from .plan import EngineParams, ExportError, HwPlan, default_engine, plan_hardware
 
 FORMAT_VERSION = 2
 
@@ -199,13 +199,16 @@ def manifest(qnet: QNet, plan: HwPlan, n_vectors: int) -> dict:
 
 
 def export(qnet: QNet, out_dir: Path, frames_hwc: np.ndarray | None = None,
-           engine: EngineParams = EngineParams()) -> dict:
-    """Check, plan, then write every export file into ``out_dir`` atomically. Returns the manifest."""
+           engine: EngineParams | None = None, weights_source: str = "") -> dict:
+    """Check, plan, then write every export file into ``out_dir`` atomically. Returns the manifest.
+    ``engine`` defaults to :func:`default_engine` of the network; ``weights_source`` says where the
+    weights came from (``checkpoint:<path>``, ``random:<seed>``) and goes into the manifest."""
     verify(qnet)
-    plan = plan_hardware(qnet, engine)
+    plan = plan_hardware(qnet, engine or default_engine(qnet.cfg))
     frames = np.zeros((0,) + qnet.input_shape, np.uint8) if frames_hwc is None else np.asarray(frames_hwc, np.uint8)
     logits = golden_logits(qnet, frames) if len(frames) else np.zeros((0, qnet.num_classes), np.int64)
     man = manifest(qnet, plan, len(frames))
+    man["weights_source"] = weights_source or "unknown"
     out_dir = Path(out_dir)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     stage = Path(tempfile.mkdtemp(prefix=".export-", dir=out_dir.parent))
@@ -266,33 +269,57 @@ def load_checkpoint_qnet(ckpt: str | Path) -> QNet:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    d = EngineParams()
-    p.add_argument("--ckpt", required=True, help="checkpoint.pt from make train")
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--ckpt", help="checkpoint.pt from make train")
+    src.add_argument("--random-weights", type=int, metavar="SEED", default=None,
+                     help="no checkpoint: calibrated random weights for --net, seeded (for speed and "
+                          "bit-exactness figures, not accuracy)")
+    p.add_argument("--net", default=None, help="network preset or JSON config (with --random-weights)")
     p.add_argument("--out", default=None, help="output directory (default build/<net>/export)")
-    p.add_argument("--vectors", type=int, default=16, help="test frames to write (from the test set)")
+    p.add_argument("--vectors", type=int, default=16, help="test frames to write (from the test set; random "
+                                                           "frames with --random-weights)")
     p.add_argument("--data-dir", default=None)
-    p.add_argument("--n-pe", type=int, default=d.n_pe)
-    p.add_argument("--n-ci", type=int, default=d.n_ci)
-    p.add_argument("--act-kb", type=int, default=d.act_kb, help="on-chip activation RAM budget (KiB)")
-    p.add_argument("--wcache-kb", type=int, default=d.wcache_kb, help="largest weight image kept on chip (KiB)")
+    p.add_argument("--n-pe", type=int, default=None, help="output channels in parallel (default: "
+                                                          "export.plan.default_engine of the network)")
+    p.add_argument("--n-ci", type=int, default=None, help="input channels per MAC lane group")
+    p.add_argument("--act-kb", type=int, default=EngineParams.act_kb, help="on-chip activation RAM budget (KiB)")
+    p.add_argument("--wcache-kb", type=int, default=EngineParams.wcache_kb,
+                   help="largest weight image kept on chip (KiB)")
     a = p.parse_args(argv)
+    if a.random_weights is not None and not a.net:
+        p.error("--random-weights needs --net")
+    if (a.n_pe is None) != (a.n_ci is None):
+        p.error("give both --n-pe and --n-ci, or neither")
     try:
-        qnet = load_checkpoint_qnet(a.ckpt)
-        frames = None
-        if a.vectors:
-            from zynqflow.model.data import load_dataset
-            ds = load_dataset(qnet.dataset or "synthetic", a.data_dir, size=qnet.cfg.input_size)
-            frames = ds.test.subset(a.vectors).hwc()
+        if a.ckpt:
+            qnet = load_checkpoint_qnet(a.ckpt)
+            source = f"checkpoint:{a.ckpt}"
+            frames = None
+            if a.vectors:
+                from zynqflow.model.data import load_dataset
+                ds = load_dataset(qnet.dataset or "synthetic", a.data_dir, size=qnet.cfg.input_size)
+                frames = ds.test.subset(a.vectors).hwc()
+        else:
+            from zynqflow.spec.topology import get_config
+
+            from .fixtures import random_qnet
+            qnet, frames = random_qnet(get_config(a.net), a.random_weights, a.vectors)
+            source = f"random:{a.random_weights}"
+            print(f"export: no checkpoint for {qnet.name}: seeded random weights (seed {a.random_weights}), "
+                  "calibrated on random frames; the figures it gives are for speed and bit-exactness, "
+                  "not accuracy", file=sys.stderr)
         out = Path(a.out or f"build/{qnet.name}/export")
-        engine = EngineParams(a.n_pe, a.n_ci, act_kb=a.act_kb, wcache_kb=a.wcache_kb)
-        man = export(qnet, out, frames, engine)
-    except (ExportError, ValueError, OSError) as e:
+        d = default_engine(qnet.cfg)
+        engine = EngineParams(a.n_pe or d.n_pe, a.n_ci or d.n_ci, act_kb=a.act_kb, wcache_kb=a.wcache_kb)
+        man = export(qnet, out, frames, engine, weights_source=source)
+    except (ExportError, DesignRuleError, ValueError, OSError) as e:
         print(f"export failed, nothing written: {e}", file=sys.stderr)
         return 2
     cm = man["cycles_model"]
-    print(f"exported {man['network']} (ID {man['network_id']}, {len(man['layers'])} layers, N_PE={a.n_pe} "
-          f"N_CI={a.n_ci}: {man['cycles_mac_array']} MAC-array cycles, {cm['cycles']} cycles/frame modelled, "
-          f"weight image {man['memory']['weight_image_bytes']} B, scratch {man['memory']['scratch_bytes']} B) -> {out}")
+    print(f"exported {man['network']} (ID {man['network_id']}, {len(man['layers'])} layers, N_PE={engine.n_pe} "
+          f"N_CI={engine.n_ci}: {man['cycles_mac_array']} MAC-array cycles, {cm['cycles']} cycles/frame modelled "
+          f"= {cm['fps_at_100mhz']:.1f} fps at 100 MHz (model), weight image {man['memory']['weight_image_bytes']} B, "
+          f"scratch {man['memory']['scratch_bytes']} B) -> {out}")
     return 0
 
 

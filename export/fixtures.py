@@ -20,7 +20,7 @@ from .plan import EngineParams
 
 EXPORT_ROOT = REPO / "build" / "sim" / "exports"
 REFERENCE_CKPT = REPO / "model" / "reference" / "zynqnet-mini" / "fashion-mnist" / "checkpoint.pt"
-FORMAT = 4   # bump to invalidate cached exports
+FORMAT = 5   # bump to invalidate cached exports
 
 
 def _fresh(out: Path, stamp: dict) -> bool:
@@ -28,18 +28,27 @@ def _fresh(out: Path, stamp: dict) -> bool:
     return (out / "manifest.json").exists() and f.exists() and json.loads(f.read_text()) == stamp
 
 
-def _export_random(cfg, out: Path, seed: int, vectors: int, engine: EngineParams, stamp: dict) -> Path:
+def random_qnet(cfg, seed: int, vectors: int = 16):
+    """A calibrated random-weight QNet of ``cfg`` (torch's default initialisation, seeded; the
+    activation formats from calibration on 16 or more random frames) and ``vectors`` of those
+    random frames (HWC uint8)."""
     import torch
 
     from zynqflow.model.net import ZynqNet, qnet_from_model
 
-    from .exporter import export
-
     torch.manual_seed(seed)
     net = ZynqNet(cfg)
     x = torch.randint(0, 256, (max(16, vectors), cfg.in_channels, cfg.input_size, cfg.input_size), dtype=torch.uint8)
-    net.calibrate([x[i:i + 16].float() / 256 for i in range(0, len(x), 16)])
-    export(qnet_from_model(net), out, x.numpy().transpose(0, 2, 3, 1)[:vectors], engine)
+    with torch.no_grad():
+        net.calibrate([x[i:i + 16].float() / 256 for i in range(0, len(x), 16)])
+    return qnet_from_model(net), x.numpy().transpose(0, 2, 3, 1)[:vectors]
+
+
+def _export_random(cfg, out: Path, seed: int, vectors: int, engine: EngineParams, stamp: dict) -> Path:
+    from .exporter import export
+
+    qnet, frames = random_qnet(cfg, seed, vectors)
+    export(qnet, out, frames, engine, weights_source=f"random:{seed}")
     (out / "rtl_export.json").write_text(json.dumps(stamp))
     return out
 

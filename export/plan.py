@@ -88,8 +88,12 @@ class EngineParams:
             raise ExportError("engine", f"n_pe={self.n_pe} must be a multiple of n_ci={self.n_ci}")
         if self.n_ci < 4:
             raise ExportError("engine", f"n_ci={self.n_ci} < 4: a weight word must hold the N_PE 32-bit biases")
-        if self.n_pe < 2:
-            raise ExportError("engine", "n_pe must be at least 2 (two output channels share a DSP48E1)")
+        if self.n_pe < 8:
+            raise ExportError("engine", f"n_pe={self.n_pe} < 8: a result unit of N_PE bytes must fill a 64-bit "
+                                        "DDR beat (and two output channels share a DSP48E1)")
+        if self.word_bytes != 64 and self.word_bytes % 128:
+            raise ExportError("engine", f"n_pe x n_ci = {self.word_bytes}: a weight word must be 64 bytes or a "
+                                        "multiple of 128 (whole 16-beat bursts)")
         if self.n_pe > 64 or self.n_ci > 64:
             raise ExportError("engine", f"n_pe={self.n_pe}, n_ci={self.n_ci}: at most 64 each")
         if self.wring_words and not _pow2(self.wring_words):
@@ -107,6 +111,17 @@ class EngineParams:
     @property
     def act_word_bytes(self) -> int:
         return self.n_ci * E.LANE_BITS // 8
+
+
+def default_engine(cfg: NetConfig) -> EngineParams:
+    """The engine an export uses when none is given: 16 x 16 MAC lanes (128 DSP48E1) for
+    ImageNet-class networks (over 100 M MACs per frame: the full ZynqNet runs at ~46 fps at
+    100 MHz on it), 16 x 8 (64 DSP48E1) for the small ones (zynqnet-mini: ~1 630 fps), whose
+    narrow layers would leave half of a 16-lane reduction idle. The co-design search picks
+    engines per design instead (zynqflow.dse)."""
+    macs = sum(o * o * l.k * l.k * l.cin * l.cout for l, o in
+               ((l, cfg.tensor_shapes()[l.dst][0]) for l in cfg.conv_layers))
+    return EngineParams(16, 16) if macs > 100_000_000 else EngineParams(16, 8)
 
 
 @dataclass

@@ -37,8 +37,9 @@ module zq_act_mem #(
     input  wire [WPG*WORD_W-1:0]   b_data
 );
 
-    initial begin
-        if ((WPG & (WPG - 1)) != 0) $error("zq_act_mem: WPG=%0d must be a power of two", WPG);
+    // parameter checks, at elaboration
+    if ((WPG & (WPG - 1)) != 0) begin : g_param_check0
+        $error("zq_act_mem: WPG=%0d must be a power of two", WPG);
     end
 
     wire a_any = |a_en;

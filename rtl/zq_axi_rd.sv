@@ -39,8 +39,9 @@ module zq_axi_rd #(
 
     localparam OUT_W = $clog2(MAX_OUT + 1);
 
-    initial begin
-        if (DATA_W != 64 && DATA_W != 32 && DATA_W != 128) $error("zq_axi_rd: DATA_W=%0d", DATA_W);
+    // parameter checks, at elaboration
+    if (DATA_W != 64 && DATA_W != 32 && DATA_W != 128) begin : g_param_check0
+        $error("zq_axi_rd: DATA_W=%0d", DATA_W);
     end
 
     logic [OUT_W-1:0] outstanding;

@@ -94,9 +94,12 @@ module zq_core #(
     localparam LPE  = $clog2(N_PE);
     localparam LAT  = 15;     // S0 -> S15
 
-    initial begin
-        if (N_PE % N_CI != 0) $error("zq_core: N_PE=%0d must be a multiple of N_CI=%0d", N_PE, N_CI);
-        if ((N_PE & (N_PE - 1)) != 0 || (N_CI & (N_CI - 1)) != 0) $error("zq_core: N_PE, N_CI must be powers of two");
+    // parameter checks, at elaboration
+    if (N_PE % N_CI != 0) begin : g_param_check0
+        $error("zq_core: N_PE=%0d must be a multiple of N_CI=%0d", N_PE, N_CI);
+    end
+    if ((N_PE & (N_PE - 1)) != 0 || (N_CI & (N_CI - 1)) != 0) begin : g_param_check1
+        $error("zq_core: N_PE, N_CI must be powers of two");
     end
 
     // ---- the loop nest ------------------------------------------------------------

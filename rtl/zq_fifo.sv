@@ -21,8 +21,9 @@ module zq_fifo #(
 
     localparam AW = $clog2(DEPTH);
 
-    initial begin
-        if ((DEPTH & (DEPTH - 1)) != 0 || DEPTH < 2) $error("zq_fifo: DEPTH=%0d must be a power of two >= 2", DEPTH);
+    // parameter checks, at elaboration
+    if ((DEPTH & (DEPTH - 1)) != 0 || DEPTH < 2) begin : g_param_check0
+        $error("zq_fifo: DEPTH=%0d must be a power of two >= 2", DEPTH);
     end
 
     logic [DATA_W-1:0] mem [0:DEPTH-1];

@@ -49,8 +49,9 @@ module zq_fill_dma #(
     localparam BPU = N_PE / 8;                 // beats per unit
     localparam LPE = $clog2(N_PE);
 
-    initial begin
-        if (N_PE < 8 || N_PE % 8 != 0) $error("zq_fill_dma: N_PE=%0d: units must be whole 64-bit beats", N_PE);
+    // parameter checks, at elaboration
+    if (N_PE < 8 || N_PE % 8 != 0) begin : g_param_check0
+        $error("zq_fill_dma: N_PE=%0d: units must be whole 64-bit beats", N_PE);
     end
 
     // ---- requests ----------------------------------------------------------------------

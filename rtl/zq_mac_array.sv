@@ -43,9 +43,12 @@ module zq_mac_array #(
     localparam PROD_W = 18;                       // a split product (17 bits) and its negation
     localparam SUM_W  = PROD_W + $clog2(N_CI) + 1;
 
-    initial begin
-        if (N_PE % 2 != 0) $error("zq_mac_array: N_PE=%0d must be even (two channels per DSP)", N_PE);
-        if (N_CI < 1) $error("zq_mac_array: N_CI=%0d", N_CI);
+    // parameter checks, at elaboration
+    if (N_PE % 2 != 0) begin : g_param_check0
+        $error("zq_mac_array: N_PE=%0d must be even (two channels per DSP)", N_PE);
+    end
+    if (N_CI < 1) begin : g_param_check1
+        $error("zq_mac_array: N_CI=%0d", N_CI);
     end
 
     // ---- control pipeline ------------------------------------------------------

@@ -48,9 +48,12 @@ module zq_out_dma #(
     localparam CNT_W = $clog2(DEPTH + 1);
     localparam BT_W  = (BPU > 1) ? $clog2(BPU) : 1;
 
-    initial begin
-        if (N_PE < 8 || N_PE % 8 != 0 || N_PE > 128) $error("zq_out_dma: N_PE=%0d: units must be 1..16 whole 64-bit beats", N_PE);
-        if (MARGIN >= DEPTH) $error("zq_out_dma: MARGIN=%0d >= DEPTH=%0d", MARGIN, DEPTH);
+    // parameter checks, at elaboration
+    if (N_PE < 8 || N_PE % 8 != 0 || N_PE > 128) begin : g_param_check0
+        $error("zq_out_dma: N_PE=%0d: units must be 1..16 whole 64-bit beats", N_PE);
+    end
+    if (MARGIN >= DEPTH) begin : g_param_check1
+        $error("zq_out_dma: MARGIN=%0d >= DEPTH=%0d", MARGIN, DEPTH);
     end
 
     logic flush;                  // abort, once no issued burst has beats left

@@ -76,11 +76,18 @@ module zq_stem #(
     localparam BW        = $clog2(IN_BEATS + 1);
     localparam NCOL      = (SIZE - 1) * S + K; // columns scanned per stem row
 
-    initial begin
-        if ((IN_SIZE * IN_SIZE * IN_CH) % 4 != 0) $error("zq_stem: the frame is not whole 32-bit beats");
-        if (RAW_RR < K + S || (RAW_RR & (RAW_RR - 1)) != 0) $error("zq_stem: RAW_RR=%0d", RAW_RR);
-        if (IN_WORDS * N_CI < LANES) $error("zq_stem: IN_WORDS*N_CI=%0d < K*K*IN_CH=%0d", IN_WORDS * N_CI, LANES);
-        if (SIZE * S != IN_SIZE) $error("zq_stem: SIZE*S != IN_SIZE");
+    // parameter checks, at elaboration
+    if ((IN_SIZE * IN_SIZE * IN_CH) % 4 != 0) begin : g_param_check0
+        $error("zq_stem: the frame is not whole 32-bit beats");
+    end
+    if (RAW_RR < K + S || (RAW_RR & (RAW_RR - 1)) != 0) begin : g_param_check1
+        $error("zq_stem: RAW_RR=%0d", RAW_RR);
+    end
+    if (IN_WORDS * N_CI < LANES) begin : g_param_check2
+        $error("zq_stem: IN_WORDS*N_CI=%0d < K*K*IN_CH=%0d", IN_WORDS * N_CI, LANES);
+    end
+    if (SIZE * S != IN_SIZE) begin : g_param_check3
+        $error("zq_stem: SIZE*S != IN_SIZE");
     end
 
     // ================================================================ stream -> pixels -> raw ring

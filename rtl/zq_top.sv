@@ -142,15 +142,27 @@ module zq_top #(
     localparam DDR_OUT = (N_PE >= 8) ? 1 : 0;
 
     // ---- parameter checks at elaboration -------------------------------------------
-    initial begin
-        if ((N_PE & (N_PE - 1)) != 0 || (N_CI & (N_CI - 1)) != 0)
-            $error("zq_top: N_PE=%0d and N_CI=%0d must be powers of two", N_PE, N_CI);
-        if (N_PE % N_CI != 0) $error("zq_top: N_PE=%0d must be a multiple of N_CI=%0d", N_PE, N_CI);
-        if (N_CI < 4) $error("zq_top: N_CI=%0d < 4: a weight word must hold the N_PE biases", N_CI);
-        if (N_PE % 2 != 0) $error("zq_top: N_PE=%0d must be even", N_PE);
-        if (WBUF_DEPTH > (1 << WR_W)) $error("zq_top: WBUF_DEPTH=%0d > 2^WR_W=%0d", WBUF_DEPTH, 1 << WR_W);
-        if (HDR_BYTES % 128 != 0) $error("zq_top: HDR_BYTES=%0d", HDR_BYTES);
-        if (`ZQ_SPEC_VERSION != (ENGINE_INFO & 255)) $error("zq_top: ENGINE_INFO spec version differs from zq_spec.svh");
+    // parameter checks, at elaboration
+    if ((N_PE & (N_PE - 1)) != 0 || (N_CI & (N_CI - 1)) != 0) begin : g_param_check0
+        $error("zq_top: N_PE=%0d and N_CI=%0d must be powers of two", N_PE, N_CI);
+    end
+    if (N_PE % N_CI != 0) begin : g_param_check1
+        $error("zq_top: N_PE=%0d must be a multiple of N_CI=%0d", N_PE, N_CI);
+    end
+    if (N_CI < 4) begin : g_param_check2
+        $error("zq_top: N_CI=%0d < 4: a weight word must hold the N_PE biases", N_CI);
+    end
+    if (N_PE % 2 != 0) begin : g_param_check3
+        $error("zq_top: N_PE=%0d must be even", N_PE);
+    end
+    if (WBUF_DEPTH > (1 << WR_W)) begin : g_param_check4
+        $error("zq_top: WBUF_DEPTH=%0d > 2^WR_W=%0d", WBUF_DEPTH, 1 << WR_W);
+    end
+    if (HDR_BYTES % 128 != 0) begin : g_param_check5
+        $error("zq_top: HDR_BYTES=%0d", HDR_BYTES);
+    end
+    if (`ZQ_SPEC_VERSION != (ENGINE_INFO & 255)) begin : g_param_check6
+        $error("zq_top: ENGINE_INFO spec version differs from zq_spec.svh");
     end
 
     // ---- reset ----------------------------------------------------------------------

@@ -55,9 +55,12 @@ module zq_wdma #(
     localparam BURST    = 16;
     localparam [31:0] IMG_BEATS = HDR_BEATS + N_WORDS * BPW;
 
-    initial begin
-        if (WORD_BYTES % 128 != 0 && WORD_BYTES != 64) $error("zq_wdma: WORD_BYTES=%0d", WORD_BYTES);
-        if (HDR_BYTES % 128 != 0) $error("zq_wdma: HDR_BYTES=%0d must be a multiple of 128", HDR_BYTES);
+    // parameter checks, at elaboration
+    if (WORD_BYTES % 128 != 0 && WORD_BYTES != 64) begin : g_param_check0
+        $error("zq_wdma: WORD_BYTES=%0d", WORD_BYTES);
+    end
+    if (HDR_BYTES % 128 != 0) begin : g_param_check1
+        $error("zq_wdma: HDR_BYTES=%0d must be a multiple of 128", HDR_BYTES);
     end
 
     logic        cached;          // the ring holds the whole image (CACHE builds)

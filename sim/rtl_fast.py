@@ -66,7 +66,7 @@ ABI = 1
 CLOCK_HZ = 100e6
 # no VPI, no public signals; the -Wno flags of the cocotb build
 VERILATOR_FLAGS = ["--cc", "--exe", "--build", "-O3", "--x-assign", "fast", "--x-initial", "fast", "-Wno-fatal",
-                   *[a for a in VERILATOR_ARGS if a.startswith("-Wno") and a != "-Wno-fatal"]]
+                   *[a for a in VERILATOR_ARGS if a.startswith(("-Wno", "-Werror")) and a != "-Wno-fatal"]]
 # Verilator's fatal errors, $stop and warnings go to the harness (exceptions / messages), not exit()
 CFLAGS = ["-fPIC", "-DVL_USER_FATAL", "-DVL_USER_WARN", "-DVL_USER_STOP"]
 # the wheel's verilated.mk leaves CFG_CXXFLAGS_PCH_I empty: a plain --build fails on the precompiled header

