@@ -6,11 +6,13 @@
 #                   [EXPORT=build/<NET>/export] [BIT=bitstreams/<NET>_pynq-z2.bit] [DRY_RUN=1]
 #
 # (NAME=value arguments or environment variables.) On the board, DEST gets:
-#   <NET>/manifest.json, <NET>_pynq-z2.bit, .hwh, regmap.json   what the driver needs
+#   <NET>/manifest.json, weights.bin, <NET>_pynq-z2.bit, .hwh    what the driver needs (weights.bin: the
+#                                                                weight image it loads into DDR)
 #   <NET>/integers.npz, vectors_in.bin, vectors_out.bin          golden model and test vectors (if exported)
 #   lib/zynqflow/host/                                           the host package (driver, CLI)
 #   lib/zynqflow/spec/                                           the torch-free core: numerics, topology,
-#                                                                golden model, engine specification
+#                                                                golden model, engine specification (the
+#                                                                register map the driver uses)
 #   zynqflow                                                     wrapper: runs the CLI as root with pynq
 #                                                                (XILINX_XRT=/usr unless set; works over ssh,
 #                                                                from cron and systemd, and through a link)
@@ -46,13 +48,13 @@ die() { echo "deploy.sh: $1" >&2; exit "${2:-2}"; }
 
 [ -n "${BOARD:-}" ] || die "BOARD is not set: board/deploy.sh BOARD=<host or IP of the PYNQ board> [NET=$NET]"
 missing=()
-for f in "$BIT" "$HWH" "$EXPORT/manifest.json" "$repo/rtl/regmap.json"; do
+for f in "$BIT" "$HWH" "$EXPORT/manifest.json" "$EXPORT/weights.bin" "$repo/spec/engine.py"; do
     [ -f "$f" ] || missing+=("$f")
 done
 if [ "${#missing[@]}" -gt 0 ]; then
     hint=""
     case " ${missing[*]} " in *".bit "*|*".hwh "*) hint=" Build the bitstream first: board/bitstream.sh $NET (needs Vivado).";; esac
-    case " ${missing[*]} " in *"manifest.json "*) hint="$hint Export the network: make export NET=$NET.";; esac
+    case " ${missing[*]} " in *"manifest.json "*|*"weights.bin "*) hint="$hint Export the network: make export NET=$NET.";; esac
     die "missing: ${missing[*]}.$hint Nothing was copied."
 fi
 # the bitstream must belong to this export (the driver checks the register too)
@@ -73,7 +75,7 @@ mkdir -p "$stage/$NET" "$stage/lib/zynqflow/host" "$stage/lib/zynqflow/spec"
 cp "$BIT" "$stage/$NET/${NET}_pynq-z2.bit"
 cp "$HWH" "$stage/$NET/${NET}_pynq-z2.hwh"
 [ -f "${BIT%.bit}.json" ] && cp "${BIT%.bit}.json" "$stage/$NET/${NET}_pynq-z2.json"
-cp "$EXPORT/manifest.json" "$repo/rtl/regmap.json" "$stage/$NET/"
+cp "$EXPORT/manifest.json" "$EXPORT/weights.bin" "$stage/$NET/"
 for f in integers.npz vectors_in.bin vectors_out.bin; do
     [ -f "$EXPORT/$f" ] && cp "$EXPORT/$f" "$stage/$NET/"
 done

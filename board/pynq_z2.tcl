@@ -13,9 +13,14 @@
 #     M_AXI_GP0 -> ctrl_ic (AXI interconnect) -> zq_top_0/s_axi_control  (0x4000_0000)
 #                                             -> axi_dma_0/S_AXI_LITE    (0x4040_0000)
 #                                             -> axi_intc_0/s_axi        (0x4180_0000)
+#   zq_top_0's AXI4 masters (64-bit), each through its own SmartConnect (AXI4 -> AXI3) to a PS7
+#   high-performance port in 64-bit mode, on different DDR controller ports:
+#     m_axi_wts (the weight image)        -> wts_sc -> ps7/S_AXI_HP0
+#     m_axi_act (the activation scratch)  -> act_sc -> ps7/S_AXI_HP2
+#     both see the DDR at 0x0000_0000, 512 MiB (the engine's window: spec.engine.DDR_WINDOW_BYTES)
 #   axi_dma_0 (simple mode, no scatter-gather, 32-bit streams, 23-bit length)
 #     M_AXIS_MM2S -> zq_top_0/s_axis_in      zq_top_0/m_axis_out -> S_AXIS_S2MM
-#     M_AXI_MM2S, M_AXI_S2MM -> mem_sc (SmartConnect) -> ps7/S_AXI_HP0 (DDR)
+#     M_AXI_MM2S, M_AXI_S2MM -> mem_sc (SmartConnect) -> ps7/S_AXI_HP1 (DDR)
 #   interrupts: xlconcat irq_concat {zq_top_0/interrupt, mm2s_introut, s2mm_introut}
 #     -> axi_intc_0/intr (AXI interrupt controller on GP0, 0x4180_0000), axi_intc_0/irq -> ps7/IRQ_F2P[0],
 #     as PYNQ-Z2's base.tcl does: pynq finds interrupt pins only behind an axi_intc (Interrupt, wait_async)
@@ -169,6 +174,10 @@ set_property -dict [list \
     CONFIG.PCW_USE_M_AXI_GP0 {1} \
     CONFIG.PCW_USE_S_AXI_HP0 {1} \
     CONFIG.PCW_S_AXI_HP0_DATA_WIDTH {64} \
+    CONFIG.PCW_USE_S_AXI_HP1 {1} \
+    CONFIG.PCW_S_AXI_HP1_DATA_WIDTH {64} \
+    CONFIG.PCW_USE_S_AXI_HP2 {1} \
+    CONFIG.PCW_S_AXI_HP2_DATA_WIDTH {64} \
     CONFIG.PCW_USE_FABRIC_INTERRUPT {1} \
     CONFIG.PCW_IRQ_F2P_INTR {1} \
 ] $ps7
@@ -207,12 +216,22 @@ connect_bd_intf_net [get_bd_intf_pins ps7/M_AXI_GP0] [get_bd_intf_pins ctrl_ic/S
 connect_bd_intf_net [get_bd_intf_pins ctrl_ic/M00_AXI] [get_bd_intf_pins zq_top_0/s_axi_control]
 connect_bd_intf_net [get_bd_intf_pins ctrl_ic/M01_AXI] [get_bd_intf_pins axi_dma_0/S_AXI_LITE]
 
-# data: DMA masters -> SmartConnect -> HP0
+# the engine's DDR masters: m_axi_wts -> HP0, m_axi_act -> HP2 (HP0/HP1 and HP2/HP3 share a DDR
+# controller port each: weights and activations do not queue behind each other), each through a
+# SmartConnect (the HP ports are AXI3; the engine's bursts are at most 16 beats, spec.engine)
+foreach {port sc hp} {wts wts_sc HP0 act act_sc HP2} {
+    create_bd_cell -type ip -vlnv xilinx.com:ip:smartconnect:1.0 $sc
+    set_property -dict [list CONFIG.NUM_SI {1} CONFIG.NUM_MI {1}] [get_bd_cells $sc]
+    connect_bd_intf_net [get_bd_intf_pins zq_top_0/m_axi_$port] [get_bd_intf_pins $sc/S00_AXI]
+    connect_bd_intf_net [get_bd_intf_pins $sc/M00_AXI] [get_bd_intf_pins ps7/S_AXI_$hp]
+}
+
+# data: DMA masters -> SmartConnect -> HP1
 set mem_sc [create_bd_cell -type ip -vlnv xilinx.com:ip:smartconnect:1.0 mem_sc]
 set_property -dict [list CONFIG.NUM_SI {2} CONFIG.NUM_MI {1}] $mem_sc
 connect_bd_intf_net [get_bd_intf_pins axi_dma_0/M_AXI_MM2S] [get_bd_intf_pins mem_sc/S00_AXI]
 connect_bd_intf_net [get_bd_intf_pins axi_dma_0/M_AXI_S2MM] [get_bd_intf_pins mem_sc/S01_AXI]
-connect_bd_intf_net [get_bd_intf_pins mem_sc/M00_AXI] [get_bd_intf_pins ps7/S_AXI_HP0]
+connect_bd_intf_net [get_bd_intf_pins mem_sc/M00_AXI] [get_bd_intf_pins ps7/S_AXI_HP1]
 
 # interrupts -> axi_intc (on GP0) -> IRQ_F2P[0], as PYNQ-Z2's base.tcl: pynq discovers interrupt
 # pins (overlay.interrupt_pins, DMA wait_async, pynq.Interrupt) only behind an AXI interrupt controller
@@ -227,19 +246,25 @@ connect_bd_net [get_bd_pins irq_concat/dout] [get_bd_pins axi_intc_0/intr]
 connect_bd_net [get_bd_pins axi_intc_0/irq] [get_bd_pins ps7/IRQ_F2P]
 
 # clocks and resets
-foreach p {ps7/M_AXI_GP0_ACLK ps7/S_AXI_HP0_ACLK zq_top_0/ap_clk axi_dma_0/s_axi_lite_aclk
-           axi_dma_0/m_axi_mm2s_aclk axi_dma_0/m_axi_s2mm_aclk mem_sc/aclk axi_intc_0/s_axi_aclk
+foreach p {ps7/M_AXI_GP0_ACLK ps7/S_AXI_HP0_ACLK ps7/S_AXI_HP1_ACLK ps7/S_AXI_HP2_ACLK zq_top_0/ap_clk
+           axi_dma_0/s_axi_lite_aclk axi_dma_0/m_axi_mm2s_aclk axi_dma_0/m_axi_s2mm_aclk mem_sc/aclk
+           wts_sc/aclk act_sc/aclk axi_intc_0/s_axi_aclk
            ctrl_ic/ACLK ctrl_ic/S00_ACLK ctrl_ic/M00_ACLK ctrl_ic/M01_ACLK ctrl_ic/M02_ACLK} {
     connect_bd_net $clk [get_bd_pins $p]
 }
-foreach p {zq_top_0/ap_rst_n axi_dma_0/axi_resetn mem_sc/aresetn axi_intc_0/s_axi_aresetn
-           ctrl_ic/S00_ARESETN ctrl_ic/M00_ARESETN ctrl_ic/M01_ARESETN ctrl_ic/M02_ARESETN} {
+foreach p {zq_top_0/ap_rst_n axi_dma_0/axi_resetn mem_sc/aresetn wts_sc/aresetn act_sc/aresetn
+           axi_intc_0/s_axi_aresetn ctrl_ic/S00_ARESETN ctrl_ic/M00_ARESETN ctrl_ic/M01_ARESETN ctrl_ic/M02_ARESETN} {
     connect_bd_net $aresetn [get_bd_pins $p]
 }
 connect_bd_net [get_bd_pins rst_fclk0/interconnect_aresetn] [get_bd_pins ctrl_ic/ARESETN]
 
-# addresses: the accelerator, the DMA and the interrupt controller registers in GP0 (the
-# controller where base.tcl puts it), all of DDR for the DMA
+# addresses: the DDR (0x0000_0000, 512 MiB: the PYNQ-Z2's, and the engine's window) in both of the
+# engine's address spaces; the accelerator, the DMA and the interrupt controller registers in GP0
+# (the controller where base.tcl puts it), all of DDR for the DMA
+foreach {port hp} {wts HP0 act HP2} {
+    assign_bd_address -offset 0x00000000 -range 512M -target_address_space \
+        [get_bd_addr_spaces zq_top_0/Data_m_axi_$port] [get_bd_addr_segs ps7/S_AXI_$hp/${hp}_DDR_LOWOCM] -force
+}
 assign_bd_address
 set seg_zq   [get_bd_addr_segs -of_objects [get_bd_addr_spaces ps7/Data] -filter {NAME =~ *zq_top_0*}]
 set seg_dma  [get_bd_addr_segs -of_objects [get_bd_addr_spaces ps7/Data] -filter {NAME =~ *axi_dma_0*}]

@@ -1,8 +1,8 @@
 """board/ scripts without Vivado and without a board: bitstream.sh's timing gate
-(a fake `vivado` on PATH), pynq_z2.tcl's timing check and PS settings (under
-tclsh with Vivado's commands stubbed), deploy.sh's copy and link step (a fake
-`ssh` that runs the remote command here) and the board wrapper (XILINX_XRT,
-sudo, a link on PATH)."""
+(a fake `vivado` on PATH), pynq_z2.tcl's timing check, PS settings and the
+engine's DDR ports (under tclsh with Vivado's commands stubbed), deploy.sh's
+copy and link step (a fake `ssh` that runs the remote command here; the
+weight image shipped) and the board wrapper (XILINX_XRT, sudo, a link on PATH)."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ import pytest
 
 from zynqflow.export import fixtures as exports
 from zynqflow.host.manifest import REPO
+from zynqflow.spec import engine as E
 
 from vivado_mock import run_block_design
 
@@ -36,7 +37,7 @@ UTIL_2023 = """\
 
 @pytest.fixture(scope="module")
 def tiny() -> Path:
-    return exports.random_export("zynqnet-tiny", seed=0, vectors=4)
+    return exports.random_export("zynqnet-tiny", seed=0, vectors=16)
 
 
 def _script(path: Path, text: str) -> Path:
@@ -196,6 +197,31 @@ def test_tcl_fallback_ps_settings_are_pynq_z2_base(tmp_path):
     assert "boards/Pynq-Z2/base/base.tcl" in text and "those of the PYNQ-Z2 preset" not in text
 
 
+@needs_tclsh
+def test_tcl_engine_ddr_ports(tmp_path):
+    """The engine's two AXI4 masters reach the DDR through two PS7 high-performance ports in 64-bit
+    mode on different DDR controller ports (m_axi_wts -> HP0, m_axi_act -> HP2), each through a
+    SmartConnect (AXI4 -> AXI3), with the DDR at 0, 512 MiB (the engine's window) in both address
+    spaces, and the clock and reset of every other port; the DMA keeps to HP1."""
+    r, log, _ = _tcl(tmp_path, wns="0.3")
+    assert r.returncode == 0, r.stderr
+    assert E.DDR_WINDOW_BYTES == 512 << 20
+    for port, hp in (("wts", "HP0"), ("act", "HP2")):
+        for line in [f"connect_bd_intf_net zq_top_0/m_axi_{port} {port}_sc/S00_AXI",
+                     f"connect_bd_intf_net {port}_sc/M00_AXI ps7/S_AXI_{hp}",
+                     f"create_bd_cell -type ip -vlnv xilinx.com:ip:smartconnect:1.0 {port}_sc",
+                     f"PROP CONFIG.PCW_USE_S_AXI_{hp}=1", f"PROP CONFIG.PCW_S_AXI_{hp}_DATA_WIDTH=64",
+                     f"assign_bd_address -offset 0x00000000 -range 512M -target_address_space "
+                     f"zq_top_0/Data_m_axi_{port} ps7/S_AXI_{hp}/{hp}_DDR_LOWOCM -force",
+                     f"connect_bd_net ps7/FCLK_CLK0 ps7/S_AXI_{hp}_ACLK", f"connect_bd_net ps7/FCLK_CLK0 {port}_sc/aclk",
+                     f"connect_bd_net rst_fclk0/peripheral_aresetn {port}_sc/aresetn"]:
+            assert line in log, line
+    assert "connect_bd_intf_net mem_sc/M00_AXI ps7/S_AXI_HP1" in log and "PROP CONFIG.PCW_USE_S_AXI_HP1=1" in log
+    assert "mem_sc/M00_AXI ps7/S_AXI_HP0" not in log and "S_AXI_HP3" not in log
+    # the engine's ports are mapped before the blanket assign_bd_address
+    assert log.index("Data_m_axi_act") < log.index("\nassign_bd_address\n")
+
+
 # ---- deploy.sh: the copy, the link and the wrapper ------------------------------------------------
 FAKE_SSH = r"""#!/usr/bin/env bash
 # ssh [opts] user@host command: runs the command here (the "board" is this machine, HOME=$FAKE_HOME)
@@ -236,6 +262,23 @@ def _deploy(tiny, bit, env, *args, **extra):
     return subprocess.run(["bash", str(REPO / "board" / "deploy.sh"), "BOARD=pynq.invalid", "NET=zynqnet-tiny",
                            f"EXPORT={tiny}", f"BIT={bit}", *args], capture_output=True, text=True,
                           env=dict(env, **extra), timeout=120)
+
+
+def test_deploy_ships_the_weight_image(tmp_path, tiny, staged):
+    """weights.bin goes beside the manifest (the driver loads it into DDR); an export without one
+    is refused before anything is copied."""
+    bit, env = staged
+    stage = tmp_path / "stage"
+    r = _deploy(tiny, bit, env, "DRY_RUN=1", f"STAGE_DIR={stage}")
+    assert r.returncode == 0, r.stderr
+    assert (stage / "zynqnet-tiny" / "weights.bin").read_bytes() == (Path(tiny) / "weights.bin").read_bytes()
+    assert "zynqnet-tiny/weights.bin" in r.stdout and (stage / "lib" / "zynqflow" / "spec" / "engine.py").is_file()
+    part = tmp_path / "part"
+    shutil.copytree(tiny, part)
+    (part / "weights.bin").unlink()
+    r = _deploy(part, bit, env, "DRY_RUN=1", f"STAGE_DIR={tmp_path / 'stage2'}")
+    assert r.returncode == 2 and f"missing: {part}/weights.bin" in r.stderr and "make export" in r.stderr
+    assert "Nothing was copied" in r.stderr and not (tmp_path / "stage2").exists()
 
 
 def test_deploy_links_the_command(tmp_path, tiny, staged):

@@ -39,7 +39,9 @@ proc unknown {args} {
             }
             return ""
         }
-        create_bd_cell - get_bd_pins - get_bd_intf_pins { return [lindex $args end] }
+        create_bd_cell - get_bd_pins - get_bd_intf_pins - get_bd_cells - get_bd_addr_spaces - get_bd_addr_segs {
+            return [lindex $args end]
+        }
         make_wrapper { return wrapper.v }
     }
     return ""
