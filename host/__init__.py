@@ -13,11 +13,13 @@ The board and the RTL simulation share one driver (:mod:`zynqflow.host.driver`).
 """
 
 from .accelerator import BACKENDS, Accelerator, Results
-from .errors import (AcceleratorError, AcceleratorTimeout, BackendError, ClockError, DmaError, ExportFilesError,
-                     HostError, NetworkIdMismatch, PreprocessError, RegisterMapMismatch)
+from .errors import (AcceleratorError, AcceleratorTimeout, BackendError, ClockError, DdrBufferError, DmaError,
+                     EngineMismatch, EngineStatusError, ExportFilesError, HostError, NetworkIdMismatch,
+                     PreprocessError, RegisterMapMismatch, WeightImageError)
 from .manifest import Export
 from .overlay import ZqOverlay
 
 __all__ = ["Accelerator", "Results", "BACKENDS", "Export", "ZqOverlay", "HostError", "ExportFilesError",
            "BackendError", "NetworkIdMismatch", "AcceleratorError", "AcceleratorTimeout", "DmaError",
-           "RegisterMapMismatch", "ClockError", "PreprocessError"]
+           "RegisterMapMismatch", "ClockError", "PreprocessError", "WeightImageError", "EngineMismatch",
+           "EngineStatusError", "DdrBufferError"]

@@ -12,7 +12,7 @@ backend    what computes the logits                       clock of the figures
 golden     numpy golden model (``integers.npz``)          host CPU wall time
 csim       C simulation of the HLS engine (g++ ctypes)     host CPU wall time
 rtl        the board driver + PYNQ shim + Verilator RTL    simulated time at FCLK0
-                                                           (100 MHz): accelerator
+           (DDR model behind the engine's AXI4 masters)    (100 MHz): accelerator
                                                            only, no host time
 pynq       the board driver + ``pynq.Overlay`` on a board  board wall time, host
                                                            work included
@@ -28,7 +28,11 @@ For those two, ``Results.info`` also has the host's own per-frame work
 cache flush/invalidate), ``host_driver_seconds_per_frame``), measured with
 ``time.perf_counter`` without the time spent waiting for the hardware or in
 the simulator, and ``throughput`` (:func:`zynqflow.host.driver.throughput`):
-frames/s and DMA MB/s, accelerator only and including the host.
+frames/s and DMA MB/s, accelerator only and including the host. Cycles per
+frame (``cycles_per_frame``, ``cycles_from``) are measured where the engine
+counts them (the RTL twin's ``cycles_last``, with ``dram_rd_bytes_per_frame``
+and ``dram_wr_bytes_per_frame``), else modelled (the manifest's
+``cycles_model``: the HLS engine has no cycle counter), and say which.
 """
 
 from __future__ import annotations
@@ -39,7 +43,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .driver import percentiles, throughput
+from .driver import MEASURED, MODELLED, percentiles, throughput
 from .errors import BackendError, ExportFilesError
 from .manifest import DEFAULT_EXPORT, Export
 from .preprocess import frames_for
@@ -48,7 +52,7 @@ BACKENDS = ("golden", "csim", "rtl", "pynq", "rtl-fast")
 CLOCKS = {
     "golden": "host CPU wall time",
     "csim": "host CPU wall time",
-    "rtl": "simulated time, RTL at 100 MHz: accelerator only (host time not included)",
+    "rtl": "simulated time, RTL simulation at 100 MHz: accelerator only (host time not included)",
     "rtl-fast": "simulated time, RTL at 100 MHz, accelerator only",
     "pynq": "board wall time (host work included)",
 }
@@ -206,21 +210,46 @@ class GoldenBackend(_CpuBackend):
         return self._golden(self.qnet, frames).astype(np.int64)
 
 
-def driver_info(steps: dict, fclk_hz: float, bytes_in: int, bytes_out: int, simulated: bool) -> dict:
-    """``Results.info`` of a driver run (rtl, pynq), from a RunStats-like dict: cycles_last,
-    the host's per-frame work, recoveries, throughput and DMA bandwidth."""
+def cycle_figures(cycles_last, model: dict | None, where: str) -> dict:
+    """Cycles and frames/s at 100 MHz of one frame: measured when ``cycles_last`` is given (the
+    RTL twin), else from the manifest's cycle model ``model`` and labelled modelled. ``where``:
+    what ran ("RTL simulation", "board")."""
+    model = model or {}
+    if cycles_last:
+        cyc, src = int(cycles_last), f"{MEASURED}, {where}"
+    else:
+        cyc, src = (int(model["cycles"]) if model.get("cycles") else None), MODELLED
+    return dict(cycles_per_frame=cyc, cycles_from=src, fps_at_100MHz=(100e6 / cyc) if cyc else None,
+                fps_at_100MHz_from=src,
+                fps_at_100MHz_from_cycles_last=(100e6 / int(cycles_last)) if cycles_last else None)
+
+
+def driver_info(steps: dict, fclk_hz: float, bytes_in: int, bytes_out: int, simulated: bool,
+                model: dict | None = None) -> dict:
+    """``Results.info`` of a driver run (rtl, pynq), from a RunStats-like dict: cycles (measured
+    or, with ``model``, the manifest's cycle model, labelled), DRAM bytes per frame where the
+    engine measures them, the host's per-frame work, recoveries, throughput and DMA bandwidth."""
     cyc = list(steps.get("cycles_last") or [])
     last = cyc[-1] if cyc else None
+
+    def last_of(key):
+        v = list(steps.get(key) or [])
+        return v[-1] if v else None
+
     host = dict(steps.get("host") or {})
-    info = dict(cycles_last=last, fclk_mhz=fclk_hz / 1e6,
+    info = dict(engine=steps.get("engine"), cycles_last=last, fclk_mhz=fclk_hz / 1e6,
                 fps_from_cycles_last=(fclk_hz / last) if last else None,
-                fps_at_100MHz_from_cycles_last=(100e6 / last) if last else None,
+                **cycle_figures(last, model, "RTL simulation" if simulated else "board"),
+                dram_rd_bytes_per_frame=last_of("dram_rd_bytes"), dram_wr_bytes_per_frame=last_of("dram_wr_bytes"),
+                dram_stall_cycles=last_of("dram_stall_cycles"),
                 frames_done=steps.get("frames_done"), recoveries=list(steps.get("recoveries") or []),
                 mm2s_transfers=steps.get("mm2s_transfers"), s2mm_transfers=steps.get("s2mm_transfers"))
+    info["dram_from"] = MEASURED if info["dram_rd_bytes_per_frame"] is not None else None
     info.update({k: v for k, v in host.items() if k.endswith("_per_frame")})
     if steps.get("seconds") is not None:
         info["throughput"] = throughput(len(steps["logits"]), steps["seconds"], host.get("host_seconds_per_frame", 0.0),
-                                        bytes_in, bytes_out, fclk_hz, last, simulated)
+                                        bytes_in, bytes_out, fclk_hz, last, simulated,
+                                        modelled_cycles=(model or {}).get("period_cycles") or (model or {}).get("cycles"))
     return info
 
 
@@ -230,28 +259,31 @@ class PynqBackend(Backend):
 
     name = "pynq"
 
-    def __init__(self, export: Export, bit=None, regmap=None, timeout_s: float | None = None,
+    def __init__(self, export: Export, bit=None, engine: str | None = None, timeout_s: float | None = None,
                  download: bool = True, fclk_mhz: float | None = None, retries: int | None = None,
                  overlay=None):
         super().__init__(export)
         from .board import driver_on_overlay, open_board
 
-        kw = {} if retries is None else dict(retries=retries)
+        kw = {k: v for k, v in dict(retries=retries, engine=engine).items() if v is not None}
         if overlay is not None:
             self.driver = driver_on_overlay(overlay, export, getattr(overlay, "bitfile_name", bit or "overlay"),
-                                            regmap, timeout_s, fclk_mhz, **kw)
+                                            timeout_s, fclk_mhz, **kw)
         else:
-            self.driver = open_board(export, bit=bit, regmap=regmap, timeout_s=timeout_s, download=download,
-                                     fclk_mhz=fclk_mhz, **kw)
+            self.driver = open_board(export, bit=bit, timeout_s=timeout_s, download=download, fclk_mhz=fclk_mhz,
+                                     **kw)
 
     def _info(self, st, stream: bool):
         d = self.driver
-        info = driver_info(dict(cycles_last=st.cycles_last, host=st.host, frames_done=st.frames_done,
+        info = driver_info(dict(cycles_last=st.cycles_last, dram_rd_bytes=st.dram_rd_bytes,
+                                dram_wr_bytes=st.dram_wr_bytes, dram_stall_cycles=st.dram_stall_cycles,
+                                engine=st.engine, host=st.host, frames_done=st.frames_done,
                                 recoveries=st.recoveries, mm2s_transfers=st.mm2s_transfers,
                                 s2mm_transfers=st.s2mm_transfers, logits=st.logits,
                                 seconds=st.seconds if stream else None),
-                           d.fclk_hz, d.in_bytes, d.classes * 4, simulated=False)
+                           d.fclk_hz, d.in_bytes, d.classes * 4, simulated=False, model=self.export.cycles_model)
         info["net_id"] = f"0x{d.hw_id:08x}"
+        info["ddr"] = {k: f"0x{v:08x}" for k, v in d.bases.items()}
         return info
 
     def classify(self, frames):

@@ -5,10 +5,13 @@ On a PYNQ-Z2 (PYNQ image 3.x with pynq 3/4) after ``board/deploy.sh``::
     from zynqflow.host import Accelerator
     acc = Accelerator("/home/xilinx/zynqflow/zynqnet-mini", backend="pynq")
 
+checks ``weights.bin`` against the manifest (before the board is touched),
 loads ``<net>_pynq-z2.bit`` (and its ``.hwh``) found beside the manifest or in
-``bitstreams/``, compares the register offsets with the ``.hwh``, reads (or
-sets, ``fclk_mhz=``) the PL clock FCLK0, checks the network ID and runs
-frames through the AXI DMA.
+``bitstreams/``, reads (or sets, ``fclk_mhz=``) the PL clock FCLK0, compares
+the register offsets of the engine specification with the ``.hwh``, loads
+the weight image into a DDR buffer (``pynq.allocate``) and points the engine
+at it, checks the network ID and the engine build, and runs frames through
+the AXI DMA (:class:`~zynqflow.host.driver.ZqDriver` has the whole sequence).
 
 The clock: ``pynq.ps.Clocks.fclk0_mhz`` is read after the bitstream is loaded
 (``pynq.Overlay`` sets it from the ``.hwh``; ``Clocks.get_pl_clk()`` returns
@@ -27,7 +30,7 @@ import time
 from pathlib import Path
 
 from .errors import BackendError, ClockError
-from .manifest import Export, find_regmap
+from .manifest import Export
 
 
 def on_board() -> bool:
@@ -140,23 +143,24 @@ def load_overlay(bit_path, download: bool = True):
         raise BackendError(f"pynq.Overlay({bit_path}) failed: {type(e).__name__}: {e}") from e
 
 
-def open_driver(ol, export: Export, regmap, *, allocate, clocks, raw_mmio=None, clock=time.monotonic,
+def open_driver(ol, export: Export, *, allocate, clocks, raw_mmio=None, clock=time.monotonic,
                 timing=None, fclk_mhz: float | None = None, source: str = "", **driver_kw):
     """The open sequence, the same on the board and in the simulation: read (and set,
     ``fclk_mhz``) the PL clock, checked against ``timing`` (:func:`configure_fclk`), then a
-    :class:`ZqDriver` on the overlay, which compares the register offsets with the ``.hwh``
-    and resets a DMA an earlier process left in error (through ``raw_mmio``)."""
+    :class:`ZqDriver` on the overlay, which compares the register offsets with the ``.hwh``,
+    checks ``weights.bin``, resets a DMA an earlier process left in error (through
+    ``raw_mmio``), loads the weight image into DDR and writes ``wts``/``act``."""
     from .driver import ZqDriver
 
     design = (getattr(ol, "clock_dict", None) or {}).get(0, {}).get("frequency")
     clk = configure_fclk(clocks, fclk_mhz, timing=timing, design_mhz=design)
-    drv = ZqDriver(ol, allocate, export, regmap, clock=clock, fclk_hz=clk["fclk_mhz"] * 1e6, source=source,
+    drv = ZqDriver(ol, allocate, export, clock=clock, fclk_hz=clk["fclk_mhz"] * 1e6, source=source,
                    raw_mmio=raw_mmio, **driver_kw)
     drv.clock_info = clk
     return drv
 
 
-def driver_on_overlay(ol, export: Export, bit_path, regmap=None, timeout_s: float | None = None,
+def driver_on_overlay(ol, export: Export, bit_path, timeout_s: float | None = None,
                       fclk_mhz: float | None = None, **driver_kw):
     """:func:`open_driver` on a loaded ``pynq.Overlay`` (or a subclass of it) with pynq's
     ``Clocks``, ``allocate`` and ``MMIO``; the timing record is the ``.json`` beside the bitstream."""
@@ -167,16 +171,17 @@ def driver_on_overlay(ol, export: Export, bit_path, regmap=None, timeout_s: floa
         d = ol.ip_dict[name]
         return pynq.MMIO(d["phys_addr"], d["addr_range"])
 
-    return open_driver(ol, export, find_regmap(export, regmap), allocate=pynq.allocate, clocks=Clocks,
-                       raw_mmio=raw_mmio, clock=time.monotonic, timing=Path(bit_path).with_suffix(".json"),
-                       fclk_mhz=fclk_mhz, source=f"bitstream {bit_path}", timeout_s=timeout_s,
-                       clock_label="board wall time (host work included)", **driver_kw)
+    return open_driver(ol, export, allocate=pynq.allocate, clocks=Clocks, raw_mmio=raw_mmio, clock=time.monotonic,
+                       timing=Path(bit_path).with_suffix(".json"), fclk_mhz=fclk_mhz, source=f"bitstream {bit_path}",
+                       timeout_s=timeout_s, clock_label="board wall time (host work included)", **driver_kw)
 
 
-def open_board(export: Export, bit=None, regmap=None, timeout_s: float | None = None, download: bool = True,
+def open_board(export: Export, bit=None, timeout_s: float | None = None, download: bool = True,
                fclk_mhz: float | None = None, **driver_kw):
-    """Program the bitstream (unless ``download=False``) and return a :class:`ZqDriver` on it."""
+    """Program the bitstream (unless ``download=False``) and return a :class:`ZqDriver` on it.
+    ``weights.bin`` is checked against the manifest first: a wrong one fails before the board
+    is touched."""
     bit_path, _ = export.find_bitstream(bit)
-    find_regmap(export, regmap)                  # a missing register map fails before the board is touched
+    export.weight_image()
     ol = load_overlay(bit_path, download)
-    return driver_on_overlay(ol, export, bit_path, regmap, timeout_s, fclk_mhz, **driver_kw)
+    return driver_on_overlay(ol, export, bit_path, timeout_s, fclk_mhz, **driver_kw)

@@ -13,9 +13,15 @@ checkout's ``build/zynqnet-mini/export`` (``zynqflow info`` says which).
 Images are preprocessed by the manifest's recipe (``--preprocess``): for a
 Fashion-MNIST network, the dataset's own recipe (trim, resize, sharpen,
 centre, negate) for product photos on a plain light or dark background.
-Exit status: 0 ok; 1 the accelerator failed (network-ID mismatch, timeout,
-error frame); 2 usage, bad option values, missing files, unknown or
-unavailable backend.
+On rtl and pynq, ``--fclk-mhz`` sets the PL clock (checked against the
+bitstream's timing) and ``--retries`` the recoveries per call; ``stream`` and
+``benchmark`` print cycles per frame and frames/s at 100 MHz (measured by the
+RTL twin, or the manifest's cycle model, labelled modelled), DRAM bytes per
+frame where the engine measures them, and the throughput with and without the
+host's own work.
+Exit status: 0 ok; 1 the accelerator failed (network-ID or engine mismatch,
+timeout, error frame); 2 usage, bad option values, missing or wrong files
+(weights.bin), unknown or unavailable backend.
 """
 
 from __future__ import annotations
@@ -29,8 +35,8 @@ import sys
 import numpy as np
 
 from .accelerator import BACKENDS, CLOCKS, Accelerator, have_cxx, resolve_backend
-from .errors import AcceleratorError, ExportFilesError, HostError, NetworkIdMismatch
-from .manifest import BACKEND_FILES, Export, default_export, find_regmap, xrt_hint
+from .errors import AcceleratorError, EngineMismatch, ExportFilesError, HostError, NetworkIdMismatch
+from .manifest import BACKEND_FILES, Export, default_export, xrt_hint
 from .preprocess import expand_inputs, frames_for, recipe_for
 from zynqflow.spec.recipes import RECIPES
 
@@ -67,6 +73,13 @@ def positive_seconds(text: str) -> float:
     return v
 
 
+def positive_mhz(text: str) -> float:
+    v = _number(text, float)
+    if v <= 0:
+        raise argparse.ArgumentTypeError(f"must be a clock in MHz > 0, got {text}")
+    return v
+
+
 def probability(text: str) -> float:
     v = _number(text, float)
     if not 0 <= v < 1:
@@ -88,6 +101,12 @@ def _common(p: argparse.ArgumentParser, backend_help: str = "auto") -> None:
                         "check still runs)")
     p.add_argument("--timeout", type=positive_seconds, default=None,
                    help="rtl/pynq: seconds per DMA wait (driver clock), > 0")
+    p.add_argument("--fclk-mhz", type=positive_mhz, default=None,
+                   help="rtl/pynq: set the PL clock FCLK0 to this (the Zynq's divisors pick the nearest); refused "
+                        "above what the bitstream's timing record allows (default: the clock the bitstream set)")
+    p.add_argument("--retries", type=nonnegative_int, default=None,
+                   help="rtl/pynq: recoveries per call after a DMA error or timeout (DMA reset, engine drained, "
+                        "frames sent again; default 2)")
     p.add_argument("--backpressure", type=probability, default=0.0,
                    help="rtl: probability of a stall per cycle on both DMA streams, in [0, 1) (default 0)")
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
@@ -102,10 +121,13 @@ def _images(p: argparse.ArgumentParser) -> None:
 
 
 def _backend_opts(a, name: str) -> dict:
+    driver = {k: v for k, v in dict(fclk_mhz=a.fclk_mhz, retries=a.retries).items() if v is not None}
     if name == "pynq":
-        return dict(bit=a.bit, timeout_s=a.timeout, download=not a.no_download)
+        return dict(bit=a.bit, timeout_s=a.timeout, download=not a.no_download, **driver)
     if name == "rtl":
-        return dict(timeout_s=a.timeout, backpressure=a.backpressure)
+        return dict(timeout_s=a.timeout, backpressure=a.backpressure, **driver)
+    if name == "rtl-fast":
+        return dict(backpressure=a.backpressure)
     return {}
 
 
@@ -134,6 +156,24 @@ def _print_topk(res, k: int, sources) -> None:
 
 def _fmt_ms(d: dict) -> str:
     return " ".join(f"{k}={v:.4g} ms" for k, v in d.items())
+
+
+def figure_lines(s: dict) -> list[str]:
+    """The engine's figures of a run summary: cycles per frame and frames/s at 100 MHz (measured
+    by the RTL twin, or modelled), DRAM bytes per frame where measured, the host's share."""
+    lines = []
+    if s.get("cycles_per_frame"):
+        lines.append(f"cycles per frame {s['cycles_per_frame']} -> {s['fps_at_100MHz']:.1f} frames/s at 100 MHz "
+                     f"[{s['cycles_from']}]")
+    if s.get("dram_rd_bytes_per_frame") is not None:
+        lines.append(f"DRAM per frame: {s['dram_rd_bytes_per_frame']} bytes read, {s['dram_wr_bytes_per_frame']} "
+                     f"bytes written [{s['dram_from']}]")
+    tp = s.get("throughput")
+    if tp and s.get("backend") in ("rtl", "pynq"):
+        lines.append(f"throughput: {tp['fps_accelerator_only']:.1f} frames/s accelerator only "
+                     f"[{tp['accelerator_only_from']}], {tp['fps_including_host']:.1f} frames/s including host "
+                     f"[{tp['including_host_from']}]; host {tp['host_seconds_per_frame'] * 1e6:.1f} us per frame")
+    return lines
 
 
 def cmd_classify(a) -> int:
@@ -168,9 +208,8 @@ def cmd_stream(a) -> int:
             _print_topk(res, a.top, [str(f) for f in files])
             print(f"{len(files)} frames on {res.backend}: {res.fps:.1f} frames/s, latency "
                   f"{_fmt_ms(res.latency_ms())} ({res.clock})")
-            if s.get("cycles_last"):
-                print(f"cycles_last {s['cycles_last']} -> {s['fps_at_100MHz_from_cycles_last']:.1f} frames/s at "
-                      f"100 MHz")
+            for line in figure_lines(s):
+                print(line)
     return 0
 
 
@@ -216,9 +255,8 @@ def cmd_benchmark(a) -> int:
         if not a.json:
             line = (f"{name:7s} {s['frames']:5d} frames  {s['fps']:12.1f} frames/s  latency {_fmt_ms(s['latency_ms'])}"
                     f"  [{s['clock']}]")
-            if s.get("cycles_last"):
-                line += (f"\n        cycles_last {s['cycles_last']} -> {s['fps_at_100MHz_from_cycles_last']:.1f} "
-                         f"frames/s at 100 MHz (from cycles_last)")
+            for extra in figure_lines(s):
+                line += f"\n        {extra}"
             if s.get("sim_wall_seconds"):
                 line += f"; simulator wall time {s['sim_wall_seconds']:.2f} s ({s['sim_wall_fps']:.1f} frames/s)"
             print(line, flush=True)
@@ -240,20 +278,25 @@ def cmd_info(a) -> int:
 
     export = _export(a)
     origin = "--export" if a.export else default_export()[1]
+    cm = export.cycles_model
     info = dict(export=str(export.dir), export_from=origin, network=export.network,
                 network_id=f"0x{export.network_id:08x}",
                 input=dict(shape=list(export.input_shape), color=export.color), classes=export.class_names,
+                engine=dict(n_pe=export.manifest["engine"]["n_pe"], n_ci=export.manifest["engine"]["n_ci"],
+                            build_params=f"0x{export.build_params:08x}"),
+                memory=dict(weight_image_bytes=export.weight_image_bytes, scratch_bytes=export.scratch_bytes),
+                cycles_model=dict(cycles=cm.get("cycles"), fps_at_100mhz=cm.get("fps_at_100mhz"),
+                                  label="modelled (manifest cycles_model), not a measurement"),
                 preprocess=recipe_for(export), on_board=on_board(), xilinx_xrt=os.environ.get("XILINX_XRT"),
                 default_backend=resolve_backend("auto", export, a.bit), backends={})
     for b in BACKENDS:
         try:
             export.require(b)
+            if b in ("pynq", "rtl", "rtl-fast"):
+                export.weight_image()                 # weights.bin checked against the manifest
             if b == "pynq":
                 bit, hwh = export.find_bitstream(a.bit)
-                find_regmap(export)
                 ok = f"bitstream {bit}"
-            elif b == "rtl":
-                ok = f"regmap {find_regmap(export).path}"
             else:
                 ok = "files present: " + ", ".join(str(export.file(k).name) for k in BACKEND_FILES[b])
         except HostError as e:
@@ -264,6 +307,10 @@ def cmd_info(a) -> int:
     else:
         print(f"{info['network']} ({info['network_id']}) from {info['export']} ({origin})")
         print(f"input {export.input_shape} {export.color}, classes: {', '.join(export.class_names)}")
+        e, mem = info["engine"], info["memory"]
+        print(f"engine {e['n_pe']} x {e['n_ci']} MAC array; DDR: weight image {mem['weight_image_bytes']} bytes, "
+              f"activation scratch {mem['scratch_bytes']} bytes; cycle model {cm.get('cycles')} cycles per frame "
+              f"({cm.get('fps_at_100mhz') or 0:.1f} frames/s at 100 MHz, modelled)")
         print(f"preprocessing: {json.dumps(info['preprocess'])}")
         print(f"XILINX_XRT: {info['xilinx_xrt'] or '(not set)'}")
         print(f"default backend: {info['default_backend']} (on a PYNQ board: {info['on_board']})")
@@ -315,7 +362,7 @@ def main(argv=None) -> int:
     a = build_parser().parse_args(argv)
     try:
         return a.func(a)
-    except NetworkIdMismatch as e:
+    except (NetworkIdMismatch, EngineMismatch) as e:
         return _fail(e, 1)
     except AcceleratorError as e:
         return _fail(e, 1, "accelerator error: ")

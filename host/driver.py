@@ -1,10 +1,13 @@
 """The accelerator driver: ONE implementation for the PYNQ board and the RTL simulation.
 
-:class:`ZqDriver` programs the engine's registers (names and offsets from the
-:class:`~zynqflow.host.manifest.RegMap` only), checks them against the
-bitstream's ``.hwh``, checks the network ID, and moves frames with an AXI DMA
-(simple mode, no scatter-gather): MM2S -> ``s_axis_in``, ``m_axis_out`` ->
-S2MM. It only uses the PYNQ API:
+:class:`ZqDriver` programs the engine's registers (names, offsets and bits
+from the engine specification :mod:`zynqflow.spec.engine` only: :class:`RegMap`),
+checks them against the bitstream's ``.hwh``, loads the weight image into
+DDR, checks the network ID and the engine build, and moves frames with an AXI
+DMA (simple mode, no scatter-gather): MM2S -> ``s_axis_in``, ``m_axis_out`` ->
+S2MM. The engine itself reads DDR through its two AXI4 masters: the weight
+image (``m_axi_wts``, register ``wts``) and the activation scratch area
+(``m_axi_act``, register ``act``). It only uses the PYNQ API:
 
 * ``overlay.ip_dict`` (types, and the ``registers`` pynq reads from the
   ``.hwh``) and ``getattr(overlay, name)`` to find the engine (type
@@ -15,9 +18,10 @@ S2MM. It only uses the PYNQ API:
   ``transferred``, ``start()``; for recovery and status the channel's
   ``_mmio`` and ``_offset`` (pynq has no reset API: DMACR and DMASR are
   written and read directly, PG021);
-* ``allocate(shape, dtype)`` buffers with ``physical_address`` and
-  ``freebuffer()`` (pynq's ``transfer()`` flushes an MM2S buffer and its
-  ``wait()`` invalidates an S2MM one);
+* ``allocate(shape, dtype)`` buffers (physically contiguous) with
+  ``physical_address``, ``flush()`` and ``freebuffer()`` (pynq's ``transfer()``
+  flushes an MM2S buffer and its ``wait()`` invalidates an S2MM one; the
+  weight image is flushed by the driver);
 * ``pynq.Interrupt`` objects (``ip.interrupt``, the channels' ``_interrupt``)
   in the asyncio methods, when the design wires them (board/pynq_z2.tcl:
   through an axi_intc);
@@ -28,16 +32,47 @@ On the board these are ``pynq.Overlay``, ``pynq.allocate`` and
 they are :mod:`zynqflow.sim.sim_shim` over cocotbext-axi, whose clock is the
 simulated time. Nothing else differs.
 
-Safety: on open, the register offsets of the RegMap are compared with those
-in the ``.hwh`` (:func:`check_register_offsets`). Before the first frame the
-``net_id`` register must equal the manifest's ``network_id_int`` (else
-:class:`NetworkIdMismatch`, naming both IDs and both files). The engine
-latches ``net_id`` at ``ap_start`` (rtl/); an engine that reads 0 after
-``ap_start`` (the Vitis HLS one publishes it with a frame's results) gets a
-one-beat probe frame, which it answers with an error frame without
-computing, and is checked then. Every wait has a deadline: a timeout raises
-:class:`AcceleratorTimeout` with the ``status`` and ``AP_CTRL`` registers
-(and ``frames_done``, ``cycles_last``, the DMA status register).
+The open sequence (:class:`ZqDriver`):
+
+1. the engine's register offsets (the specification's, for the engine variant
+   the ``.hwh`` lists: the RTL twin has registers the HLS engine has not) are
+   compared with the ``.hwh`` (:func:`check_register_offsets`,
+   :class:`RegisterMapMismatch`); nothing has been written yet;
+2. ``weights.bin`` is read and its header checked against the manifest
+   (:meth:`Export.weight_image`, :class:`WeightImageError` naming the file
+   and the field);
+3. a DMA an earlier process left halted is reset (``raw_mmio``), pynq's DMA
+   driver is built;
+4. two DDR buffers are allocated: the weight image and the activation scratch
+   area (``memory.scratch_bytes``; none when 0: ``act`` then gets the weight
+   buffer's address, which the engine never uses); each must be 4 KiB aligned
+   and end inside the engine's 512 MiB DDR window (:class:`DdrBufferError`
+   naming the buffer); the image is copied in and flushed, and ``wts`` / ``act``
+   are written (64-bit registers, low word first). The engine checks the
+   image's header at every frame (a weight cache is kept while the check
+   passes, and dropped by a failed check or a reset).
+
+Before the first frame the ``net_id`` register must equal the manifest's
+``network_id_int`` (else :class:`NetworkIdMismatch`, naming both IDs and both
+files), and ``build_params`` / ``engine_info`` must be what the manifest was
+exported for (else :class:`EngineMismatch`). These are written at the start of
+every frame: the RTL twin at ``ap_start``; an engine that still reads 0 after
+``ap_start`` (the Vitis HLS one) gets a one-beat probe frame, which it answers
+with an error frame without computing, and is checked then. ``engine_info``
+bit ``rtl_twin`` then says which register map applies (the RTL-only registers
+``cycles_last``, ``dram_*``, ``layer_*`` read None on the HLS engine). Every
+wait has a deadline: a timeout raises :class:`AcceleratorTimeout` with the
+``status`` and ``AP_CTRL`` registers (and ``frames_done``, ``cycles_last``,
+the DMA status register).
+
+An error frame (every logit ``ERROR_LOGIT``) raises :class:`EngineStatusError`
+with the ``status`` flags decoded (``zynqflow.spec.engine.STATUS_BITS``).
+After ``address_range``, ``weight_image`` or an AXI4 error, the driver copies
+the weight image into its buffer again, flushes it and rewrites ``wts`` and
+``act`` (so the next call runs on a good image); the engine's registers are
+also compared with the buffers' addresses before every call and rewritten when
+the engine lost them (``ap_rst_n``: the DDR contents survive a PL reset, the
+registers do not).
 
 Recovery (:meth:`ZqDriver.recover`): after a DMA error (the AXI DMA halts
 and stays halted until reset) or a timeout (the channel stays busy), the
@@ -53,7 +88,8 @@ Two ways to run frames (and their asyncio versions, which wait on the
 interrupts instead of polling):
 
 * :meth:`ZqDriver.classify`: one ``ap_start`` per frame; checks ``ap_done``
-  and ``status`` and reads ``cycles_last`` after each frame.
+  and ``status`` and reads ``cycles_last`` and the DRAM counters (RTL twin)
+  after each frame.
 * :meth:`ZqDriver.stream`: ``auto_restart``; while the engine computes frame
   k the DMA already sends frame k+1 (two input and two output buffers,
   ping-pong). Results come back in order, one per frame (S2MM transfers
@@ -65,7 +101,9 @@ time, host work included; simulation: simulated time, accelerator and DMA
 only). ``RunStats.host`` is the host's own per-frame work, measured with
 ``time.perf_counter`` (copies, DMA calls with their cache flush/invalidate,
 Python), without the time spent waiting for the hardware or inside a
-simulator.
+simulator. Cycles: the RTL twin's ``cycles_last`` is *measured*; the HLS
+engine has no cycle counter, and figures derived from the manifest's
+``cycles_model`` say *modelled*.
 """
 
 from __future__ import annotations
@@ -77,10 +115,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .errors import AcceleratorError, AcceleratorTimeout, DmaError, HostError, NetworkIdMismatch, RegisterMapMismatch
-from .manifest import Export, RegMap
+from zynqflow.spec import engine as E
 
-ERROR_LOGIT = -32768          # an error frame is N_CLASSES beats of this value
+from .errors import (AcceleratorError, AcceleratorTimeout, DdrBufferError, DmaError, EngineMismatch,
+                     EngineStatusError, HostError, NetworkIdMismatch, RegisterMapMismatch)
+from .manifest import Export
+
+ERROR_LOGIT = E.ERROR_LOGIT   # an error frame is N_CLASSES beats of this value
 DEFAULT_FCLK_HZ = 100e6       # FCLK0 of the board design (board/pynq_z2.tcl); the board reads the real one
 TIMEOUT_FRAMES = 50           # default timeout: this many estimated frame times ...
 MIN_TIMEOUT_S = 0.5           # ... but at least this much on the board (Linux scheduling)
@@ -93,11 +134,80 @@ DMACR_RS, DMACR_RESET = 0x1, 0x4
 DMASR_ERRORS, DMASR_IOC = 0x70, 0x1000
 DMASR_BITS = ((0, "Halted"), (1, "Idle"), (4, "DMAIntErr"), (5, "DMASlvErr"), (6, "DMADecErr"),
               (12, "IOC_Irq"), (14, "Err_Irq"))
-ISR_AP_DONE = 0x1             # Vitis HLS IER/ISR bit 0: ap_done
-OPTIONAL_REGS = ("cycles_last", "build_params")   # read when the register map has them
+ISR_AP_DONE = {b.name: b for b in E.ISR_BITS}["ap_done"].mask   # IER/ISR bit 0: ap_done
+# registers every engine has, read by registers(); the RTL twin's measured figures on top
+SHARED_REGS = ("AP_CTRL", "status", "frames_done", "net_id", "build_params", "engine_info", "wts", "act")
+MEASURED_REGS = ("cycles_last", "dram_stall_cycles", "dram_rd_bytes", "dram_wr_bytes")
+# a status flag that says the engine's DDR is not what the driver put there: reload and rewrite
+MEMORY_FLAGS = ("axi_read_error", "axi_write_error", "address_range", "weight_image")
+MEASURED = "measured (RTL twin)"
+MODELLED = "modelled (manifest cycles_model; the HLS engine has no cycle counter)"
 
-# how Vitis HLS may name a register in the .hwh (block-level registers; 64-bit arguments as <name>_1/_2)
+# how Vitis HLS names a register in the .hwh (block-level registers; a 64-bit argument <name> as
+# <name>_1 (low word) and <name>_2 (high word); an output's ap_vld word as <name>_ctrl)
 HWH_ALIASES = {"AP_CTRL": ("CTRL",), "GIE": ("GIER",), "IER": ("IP_IER",), "ISR": ("IP_ISR",)}
+RTL_ONLY = tuple(r.name for r in E.REGISTERS if "hls" not in r.engines)
+
+
+class RegMap:
+    """The register map of one engine variant, from the engine specification
+    (:func:`zynqflow.spec.engine.offsets`): ``engine`` ``"hls"`` (the registers both engines
+    have) or ``"rtl"`` (the RTL twin: also ``cycles_last``, ``dram_*``, ``layer_*``).
+    ``offsets`` by name (64-bit registers as ``<name>`` and ``<name>_hi``, ap_vld words as
+    ``<name>_ctrl``); AP_CTRL bits by name (:meth:`mask`)."""
+
+    def __init__(self, engine: str = "hls"):
+        if engine not in ("hls", "rtl"):
+            raise ValueError(f"engine {engine!r}: 'hls' (the Vitis HLS engine) or 'rtl' (the RTL twin)")
+        self.engine = engine
+        self.offsets = E.offsets(engine)
+        self.source = f"zynqflow.spec.engine (spec version {E.SPEC_VERSION}, {engine} register map)"
+
+    def __getitem__(self, name: str) -> int:
+        return self.offsets[name]
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.offsets
+
+    @staticmethod
+    def mask(*bits: str) -> int:
+        return E.ap_ctrl_mask(*bits)
+
+    @staticmethod
+    def decode_ctrl(value: int) -> str:
+        on = [b.name for b in E.AP_CTRL_BITS if value & b.mask]
+        return f"0x{value:08x} ({' '.join(on) if on else 'no bits set'})"
+
+    def __repr__(self) -> str:
+        return f"RegMap({self.engine!r})"
+
+
+def engine_from_hwh(hwh_registers: dict | None) -> str | None:
+    """The engine variant the ``.hwh``'s register list describes: ``"rtl"`` when it lists a
+    register only the RTL twin has, ``"hls"`` otherwise; None without register information."""
+    if not hwh_registers:
+        return None
+    names = {str(k).lower() for k in hwh_registers}
+    return "rtl" if any(n.lower() in names for n in RTL_ONLY) else "hls"
+
+
+def _hwh_names(name: str) -> tuple[str, ...]:
+    if name.endswith("_hi") and name[:-3] in E.REG and E.REG[name[:-3]].kind == "in64":
+        return (name, f"{name[:-3]}_2")
+    return (name, *HWH_ALIASES.get(name, ()), f"{name}_1")
+
+
+def decode_status(value: int) -> str:
+    """``status`` as text: the flags set (spec names) and the error-frame count."""
+    d = E.decode_status(value)
+    parts = list(d["flags"]) or ["ok"]
+    if d["error_frames"]:
+        parts.append(f"{d['error_frames']} error frames")
+    return f"0x{value & 0xFFFFFFFF:08x} ({', '.join(parts)})"
+
+
+def _fields(d: dict) -> str:
+    return ", ".join(f"{k}={v}" for k, v in d.items())
 
 
 def decode_dmasr(v: int) -> str:
@@ -106,21 +216,22 @@ def decode_dmasr(v: int) -> str:
 
 
 def check_register_offsets(offsets: dict[str, int], hwh_registers: dict | None, *, ip: str = "the accelerator",
-                           regmap_source: str = "the register map", hwh_source: str = "the .hwh") -> dict[str, int]:
-    """Compare the driver's registers (name -> byte offset) with those pynq read from the
-    ``.hwh`` (``overlay.ip_dict[ip]["registers"]``: name -> {"address_offset", ...}).
+                           regmap_source: str = "the engine specification",
+                           hwh_source: str = "the .hwh") -> dict[str, int]:
+    """Compare the driver's registers (name -> byte offset, :class:`RegMap`) with those pynq
+    read from the ``.hwh`` (``overlay.ip_dict[ip]["registers"]``: name -> {"address_offset", ...}).
     Registers are matched by name (case-insensitive; ``AP_CTRL``/``GIE``/``IER``/``ISR``
-    also as Vitis HLS's ``CTRL``/``GIER``/``IP_IER``/``IP_ISR``, a 64-bit one as
-    ``<name>_1``); registers the ``.hwh`` does not list are not compared. Returns the
-    compared names -> offset; {} when the overlay has no register information.
+    also as Vitis HLS's ``CTRL``/``GIER``/``IP_IER``/``IP_ISR``; a 64-bit argument ``wts``
+    as ``wts_1`` and its ``wts_hi`` as ``wts_2``, Vitis's two 32-bit registers); registers the
+    ``.hwh`` does not list are not compared. Returns the compared names -> offset; {} when the
+    overlay has no register information.
     Raises :class:`RegisterMapMismatch` naming each register and both offsets."""
     if not hwh_registers:
         return {}
     by_lower = {str(k).lower(): k for k in hwh_registers}
     compared, bad = {}, []
     for name, off in offsets.items():
-        key = next((by_lower[c.lower()] for c in (name, *HWH_ALIASES.get(name, ()), f"{name}_1")
-                    if c.lower() in by_lower), None)
+        key = next((by_lower[c.lower()] for c in _hwh_names(name) if c.lower() in by_lower), None)
         if key is None:
             continue
         hw = int(hwh_registers[key]["address_offset"])
@@ -128,9 +239,10 @@ def check_register_offsets(offsets: dict[str, int], hwh_registers: dict | None, 
         if hw != int(off):
             bad.append(f"{name} at 0x{int(off):02x} in {regmap_source} but '{key}' at 0x{hw:02x} in {hwh_source}")
     if bad:
-        raise RegisterMapMismatch(f"register offsets of {ip} differ: {'; '.join(bad)}. The bitstream and the "
-                                  "register map come from different engine versions: rebuild the bitstream or use "
-                                  "the matching register map. No register was written.")
+        raise RegisterMapMismatch(f"register offsets of {ip} differ: {'; '.join(bad)}. The bitstream and this "
+                                  "host's engine specification come from different engine versions: rebuild the "
+                                  "bitstream, or deploy the host package of the checkout it was built with. No "
+                                  "register was written.")
     if not compared:
         raise RegisterMapMismatch(f"none of the registers of {regmap_source} ({', '.join(sorted(offsets))}) is in "
                                   f"{hwh_source} for {ip} (it lists {', '.join(sorted(map(str, hwh_registers)))}): "
@@ -149,7 +261,11 @@ class RunStats:
     t_send: np.ndarray                 # clock when each frame's MM2S transfer was started
     t_done: np.ndarray                 # clock when each frame's S2MM transfer was seen complete
     seconds: float                     # first transfer to last result
-    cycles_last: list[int] = field(default_factory=list)   # per frame (classify) or the last (stream)
+    cycles_last: list = field(default_factory=list)  # per frame (classify) or the last (stream); None: HLS engine
+    dram_rd_bytes: list = field(default_factory=list)      # as cycles_last (RTL twin: measured; else None)
+    dram_wr_bytes: list = field(default_factory=list)
+    dram_stall_cycles: list = field(default_factory=list)
+    engine: str = ""                   # "rtl" (the RTL twin, measures) or "hls"
     frames_done: int = 0               # how far the frames_done register advanced (recoveries included)
     registers: dict = field(default_factory=dict)           # after the run
     host: dict = field(default_factory=dict)                # host_*_seconds_per_frame
@@ -173,7 +289,8 @@ class _Frames:
     def __init__(self, n: int, classes: int):
         self.logits = np.zeros((n, classes), np.int64)
         self.t_send, self.t_done = np.zeros(n), np.zeros(n)
-        self.cycles: list[int] = []
+        self.measured: dict[str, list] = {k: [] for k in MEASURED_REGS if k != "cycles_last"}
+        self.cycles: list = []
         self.next = 0
 
 
@@ -283,8 +400,11 @@ def _with_note(e: HostError, note: str) -> HostError:
 class ZqDriver:
     """The engine behind a PYNQ(-compatible) overlay. See the module docstring.
 
-    ``retries``: recoveries per call after a DMA error or timeout (the frames without a result
-    are sent again); ``recover=False`` leaves the DMA as the error left it (to inspect it).
+    ``engine``: ``"rtl"`` or ``"hls"`` to fix the register map (default: from the ``.hwh``,
+    then from ``engine_info`` at the first frame). ``weights``: the weight image (default
+    the export's ``weights.bin``, checked). ``retries``: recoveries per call after a DMA error
+    or timeout (the frames without a result are sent again); ``recover=False`` leaves the DMA
+    as the error left it (to inspect it).
     ``raw_mmio(name)``: an MMIO over an IP's registers without its pynq driver (board:
     ``pynq.MMIO``); with it, a DMA left halted with an error by an earlier process is reset
     before pynq's DMA driver starts it (which would otherwise wait for ever).
@@ -292,21 +412,28 @@ class ZqDriver:
     simulator), left out of the host time. ``simulated``: the clock is simulated time (it holds
     no host time); ``clock_label`` says what the driver clock measures."""
 
-    def __init__(self, overlay, allocate, export: Export, regmap: RegMap, *, clock=time.monotonic,
+    def __init__(self, overlay, allocate, export: Export, *, engine: str | None = None, clock=time.monotonic,
                  timeout_s: float | None = None, min_timeout_s: float = MIN_TIMEOUT_S,
                  fclk_hz: float = DEFAULT_FCLK_HZ, source: str = "", accel: str | None = None,
                  dma: str | None = None, probe_id: bool = True, idle_hook=None, retries: int = DEFAULT_RETRIES,
                  recover: bool = True, check_registers: bool = True, raw_mmio=None, outside_clock=None,
-                 simulated: bool = False, clock_label: str = ""):
-        self.export, self.regmap = export, regmap
+                 simulated: bool = False, clock_label: str = "", weights: bytes | None = None):
+        self.export = export
         self.source = source or "the loaded overlay"
         self.accel_name, self.dma_name = find_ips(overlay, accel, dma)
         ips = getattr(overlay, "ip_dict", {}) or {}
-        # register offsets: the .hwh against the register map, before any access
+        # 1. the register map: the specification's, for the variant the .hwh describes; checked
+        # against the .hwh before any access
+        hwh = ips.get(self.accel_name, {}).get("registers") if check_registers else None
+        from_hwh = engine_from_hwh(hwh)
+        self.engine_from = "given" if engine else ("the .hwh" if from_hwh else "")
+        self.regmap = RegMap(engine or from_hwh or "hls")
+        self.engine_known = bool(engine or from_hwh)
         self.registers_checked = check_register_offsets(
-            dict(regmap.offsets), ips.get(self.accel_name, {}).get("registers") if check_registers else None,
-            ip=self.accel_name, regmap_source=str(getattr(regmap, "path", "the register map")),
+            dict(self.regmap.offsets), hwh, ip=self.accel_name, regmap_source=self.regmap.source,
             hwh_source=f"the .hwh of {self.source}")
+        # 2. the weight image, checked against the manifest (still nothing written)
+        self.weights = bytes(weights) if weights is not None else export.weight_image()
         self.now = clock
         self.fclk_hz = fclk_hz
         self.frame_time_s = export.frame_cycles() / fclk_hz
@@ -327,6 +454,7 @@ class ZqDriver:
         self.accel_irq = getattr(ip, "interrupt", None)
         self._dirty = False                 # a call did not finish: recover before the next one
         self.open_reset = None              # DMASRs found (and reset) on open, if a reset was needed
+        # 3. the DMA: reset if an earlier process left it in error, then pynq's driver
         if raw_mmio is not None:
             self._reset_dma_on_open(raw_mmio(self.dma_name))
         d = _attr(overlay, self.dma_name)   # pynq builds its DMA driver here and starts the channels
@@ -337,12 +465,26 @@ class ZqDriver:
         self.id_checked = False
         self.id_probed = False
         self.hw_id: int | None = None
+        self.hw_build_params: int | None = None
+        self.hw_engine_info: int | None = None
         self.recoveries: list[dict] = []
         self.mm2s_transfers = self.s2mm_transfers = 0
+        self.bases_rewritten = 0            # times the engine had lost wts/act (a PL reset) and got them again
+        self.weight_loads = 0               # the weight image copied into its buffer and flushed
         self._bufs = None
         self._scratch_bufs = None
-        if raw_mmio is not None and not self.rd("AP_CTRL") & regmap.mask("ap_idle"):
-            self._dirty = True              # the engine is in the middle of something: drain it first
+        self._ddr: dict[str, object] = {}
+        # 4. DDR: the weight image and the scratch area; wts/act written (after a drain, if the
+        # engine is in the middle of a frame an earlier process left)
+        try:
+            self._allocate_ddr()
+            if raw_mmio is not None and not self.rd("AP_CTRL") & self.regmap.mask("ap_idle"):
+                self._dirty = True          # drained before the first call, which then writes wts/act
+            else:
+                self._write_bases()
+        except BaseException:
+            self.close()
+            raise
 
     # ---- registers --------------------------------------------------------
     def rd(self, name: str) -> int:
@@ -353,13 +495,24 @@ class ZqDriver:
 
     def rd_optional(self, name: str) -> int | None:
         """A register some engines do not have (the HLS engine cannot count cycles): None then."""
-        return self.rd(name) if name in self.regmap.offsets else None
+        return self.rd(name) if name in self.regmap else None
+
+    @property
+    def engine(self) -> str:
+        """``"rtl"`` (the RTL twin) or ``"hls"``; final after the first frame (``engine_info``)."""
+        return self.regmap.engine
+
+    @property
+    def measures(self) -> bool:
+        """The engine measures cycles and DRAM traffic (the RTL twin's registers)."""
+        return self.regmap.engine == "rtl"
 
     def registers(self) -> dict:
-        """AP_CTRL (read clears ap_done/ap_ready), status, frames_done, net_id; cycles_last and
-        build_params where the register map has them (else None)."""
-        regs = {n: self.rd(n) for n in ("AP_CTRL", "status", "frames_done", "net_id")}
-        regs.update({n: self.rd_optional(n) for n in OPTIONAL_REGS})
+        """AP_CTRL (read clears ap_done/ap_ready), status, frames_done, net_id, build_params,
+        engine_info, wts, act; the RTL twin's measured cycles_last, dram_stall_cycles,
+        dram_rd_bytes, dram_wr_bytes (None on the HLS engine)."""
+        regs = {n: self.rd(n) for n in SHARED_REGS}
+        regs.update({n: self.rd_optional(n) for n in MEASURED_REGS})
         return regs
 
     def describe(self, regs: dict | None = None) -> str:
@@ -367,11 +520,74 @@ class ZqDriver:
             r = regs or self.registers()
         except Exception as e:  # noqa: BLE001 - the registers may be unreachable too
             return f"registers unreadable ({type(e).__name__}: {e})"
-        st = r["status"]
-        flags = [n for b, n in ((0, "short frame"), (1, "long frame")) if st >> b & 1]
-        return (f"status=0x{st:08x} ({', '.join(flags) if flags else 'ok'}{f', {st >> 16} error frames' if st >> 16 else ''}), "
-                f"AP_CTRL={self.regmap.decode_ctrl(r['AP_CTRL'])}, frames_done={r['frames_done']}"
+        return (f"status={decode_status(r['status'])}, AP_CTRL={self.regmap.decode_ctrl(r['AP_CTRL'])}, "
+                f"frames_done={r['frames_done']}"
                 + (f", cycles_last={r['cycles_last']}" if r.get("cycles_last") is not None else ""))
+
+    # ---- DDR: the weight image and the activation scratch area --------------
+    def _ddr_buffer(self, what: str, nbytes: int):
+        """A physically contiguous buffer for an AXI4 master, checked: 4 KiB aligned, inside the window."""
+        buf = self.allocate(shape=(nbytes,), dtype=np.uint8)
+        try:
+            addr = int(buf.physical_address)
+            end = addr + nbytes
+            if addr % E.ADDR_ALIGN or addr < 0 or end > E.DDR_WINDOW_BYTES:
+                why = (f"is not {E.ADDR_ALIGN}-byte aligned" if addr % E.ADDR_ALIGN else
+                       f"ends at 0x{end:x}, past the engine's DDR window (0x0 .. 0x{E.DDR_WINDOW_BYTES:x}, "
+                       f"{E.DDR_WINDOW_BYTES >> 20} MiB)")
+                raise DdrBufferError(
+                    f"the {what} buffer ({nbytes} bytes) that allocate() returned at physical address 0x{addr:08x} "
+                    f"{why}: the engine ({self.source}) refuses such an address (status bit address_range). "
+                    "Free memory (other overlays' buffers) or enlarge the CMA area, and open the accelerator again")
+        except BaseException:
+            _free(buf)
+            raise
+        return buf
+
+    def _allocate_ddr(self) -> None:
+        ex = self.export
+        if len(self.weights) != ex.weight_image_bytes:
+            raise DdrBufferError(f"weight image of {len(self.weights)} bytes, {ex.manifest_path} says "
+                                 f"{ex.weight_image_bytes} (memory.weight_image_bytes)")
+        self._ddr["weights"] = self._ddr_buffer("weight image (m_axi_wts)", ex.weight_image_bytes)
+        if ex.scratch_bytes:
+            self._ddr["scratch"] = self._ddr_buffer("activation scratch (m_axi_act)", ex.scratch_bytes)
+        self._copy_weights()
+
+    def _copy_weights(self) -> None:
+        buf = self._ddr["weights"]
+        buf[:] = np.frombuffer(self.weights, np.uint8)
+        buf.flush()                         # CPU cache -> DDR: the engine reads DDR, not the cache
+        self.weight_loads += 1
+
+    @property
+    def bases(self) -> dict[str, int]:
+        """The DDR addresses the engine gets: ``wts`` (the weight image) and ``act`` (the scratch
+        area; without one, the weight buffer's address: valid and aligned, never used)."""
+        w = int(self._ddr["weights"].physical_address)
+        s = self._ddr.get("scratch")
+        return dict(wts=w, act=int(s.physical_address) if s is not None else w)
+
+    def _write_bases(self, names=("wts", "act")) -> None:
+        for n in names:
+            a = self.bases[n]
+            self.wr(n, a & 0xFFFFFFFF)
+            self.wr(f"{n}_hi", a >> 32)
+
+    def _ensure_bases(self) -> list[str]:
+        """Rewrite ``wts``/``act`` where the engine does not hold the buffers' addresses (after a
+        PL reset); only those. Returns the names rewritten."""
+        lost = [n for n, a in self.bases.items() if self.rd(n) != a & 0xFFFFFFFF or self.rd(f"{n}_hi") != a >> 32]
+        if lost:
+            self._write_bases(lost)
+            self.bases_rewritten += 1
+        return lost
+
+    def load_weights(self) -> None:
+        """Copy the weight image into its DDR buffer again, flush it and rewrite ``wts`` and ``act``
+        (after a failed header check the engine has dropped any weight cache and reads it all again)."""
+        self._copy_weights()
+        self._write_bases()
 
     @staticmethod
     def _dmasr(ch) -> int | None:
@@ -438,16 +654,18 @@ class ZqDriver:
             for ch, name in ((self.send, "MM2S"), (self.recv, "S2MM")):
                 self._dma_call(ch.start, ch, f"{name} start after reset", -1)
 
-    # ---- network ID -------------------------------------------------------
+    # ---- network ID and engine build ----------------------------------------
     def check_network_id(self) -> int:
-        """Raise :class:`NetworkIdMismatch` unless ``net_id`` equals the manifest's ID.
-        Sends no input frame (at most the one-beat probe, see the module docstring)."""
+        """Raise :class:`NetworkIdMismatch` unless ``net_id`` equals the manifest's ID, then
+        :class:`EngineMismatch` unless ``build_params`` and ``engine_info`` are what the manifest
+        was exported for (:meth:`check_engine`). Sends no input frame (at most the one-beat
+        probe, see the module docstring)."""
         if self.id_checked:
             return self.hw_id
         want = self.export.network_id
         hw = self.rd("net_id")
         if hw == 0:
-            # nothing has started the engine since reset: net_id is latched at ap_start
+            # nothing has started the engine since reset: net_id is written at the start of a frame
             self.wr("AP_CTRL", self.regmap.mask("ap_start"))
             hw = self.rd("net_id")
             if hw == 0 and self.probe_id:
@@ -455,8 +673,43 @@ class ZqDriver:
         self.hw_id = hw
         if hw != want:
             raise NetworkIdMismatch(hw, want, self.source, str(self.export.manifest_path))
+        self.check_engine()
         self.id_checked = True
         return hw
+
+    def check_engine(self) -> str:
+        """``engine_info`` and ``build_params`` (valid once a frame has started, as ``net_id``)
+        against the manifest; ``engine_info`` bit ``rtl_twin`` chooses the register map.
+        Returns the engine variant."""
+        info, bp = self.rd("engine_info"), self.rd("build_params")
+        self.hw_engine_info, self.hw_build_params = info, bp
+        d = E.decode_engine_info(info)
+        man = self.export.manifest_path
+        if d["spec_version"] != E.SPEC_VERSION:
+            raise EngineMismatch(f"the accelerator ({self.source}) implements engine specification version "
+                                 f"{d['spec_version']} (engine_info=0x{info:08x}), this host version {E.SPEC_VERSION} "
+                                 "(zynqflow.spec.engine): deploy the host package and export of the checkout the "
+                                 "bitstream was built with, or rebuild the bitstream; no frame was sent")
+        engine = "rtl" if d["rtl_twin"] else "hls"
+        if engine != self.regmap.engine or not self.engine_known:
+            self.regmap, self.engine_from = RegMap(engine), "engine_info"
+        else:
+            self.engine_from += ", confirmed by engine_info"
+        self.engine_known = True
+        problems = []
+        if bp != self.export.build_params:
+            problems.append(f"build_params 0x{bp:08x} ({_fields(E.decode_build_params(bp))}), the manifest "
+                            f"0x{self.export.build_params:08x} ({_fields(E.decode_build_params(self.export.build_params))})")
+        want = self.export.engine_info[engine]
+        if info != want:
+            problems.append(f"engine_info 0x{info:08x} ({_fields(d)}), the manifest 0x{want:08x} "
+                            f"({_fields(E.decode_engine_info(want))})")
+        if problems:
+            raise EngineMismatch(f"the accelerator ({self.source}) is not the engine {man} was exported for: "
+                                 f"{'; '.join(problems)}. Load the bitstream built from this export (same N_PE x "
+                                 "N_CI and memory budgets), or use the export the bitstream was built from; no "
+                                 "frame was sent")
+        return engine
 
     def _scratch(self):
         """One-word input and one-frame output buffers (network-ID probe, recovery)."""
@@ -490,10 +743,12 @@ class ZqDriver:
         return self._bufs
 
     def close(self) -> None:
-        for group in (self._bufs or ((), ())) + ((self._scratch_bufs or ()),):
+        """Free the frame buffers and the DDR buffers (the engine must not run after this)."""
+        for group in (self._bufs or ((), ())) + ((self._scratch_bufs or ()), tuple(self._ddr.values())):
             for b in group:
                 _free(b)
         self._bufs = self._scratch_bufs = None
+        self._ddr = {}
 
     def __enter__(self):
         return self
@@ -595,9 +850,24 @@ class ZqDriver:
         with self._tm.part("copy"):
             v = np.array(buf, dtype=np.int64)
         if np.all(v == ERROR_LOGIT):
-            raise AcceleratorError(f"frame {k}: the engine answered with an error frame (all logits "
-                                   f"{ERROR_LOGIT}: it saw a short or long input frame); accelerator {self.describe()}")
+            raise self._status_error(k, self.rd("status"), f"the engine answered with an error frame (all logits "
+                                                           f"{ERROR_LOGIT})")
         return v
+
+    def _status_error(self, k: int, st: int, what: str) -> EngineStatusError:
+        """What the status flags of frame k mean, with this driver's buffers named."""
+        flags = E.decode_status(st)["flags"]
+        b = self.bases
+        ctx = {"short_frame": f"the input frame had fewer than {self.in_bytes} bytes",
+               "long_frame": f"the input frame had more than {self.in_bytes} bytes",
+               "address_range": f"the driver's buffers are at wts=0x{b['wts']:08x}, act=0x{b['act']:08x} (checked "
+                                "on open): the engine's registers were overwritten",
+               "weight_image": f"the image in DDR at 0x{b['wts']:08x} is not the one this driver loaded: the "
+                               "buffer was overwritten, or the image was not flushed to DDR"}
+        why = "; ".join(f"{f}: {E.STATUS[f].doc}" + (f" ({ctx[f]})" if f in ctx else "") for f in flags) \
+            or "no status flag set"
+        return EngineStatusError(f"frame {k}: {what}: status {decode_status(st)}: {why}; accelerator "
+                                 f"{self.describe()}", st, flags, k)
 
     def _frames(self, frames) -> np.ndarray:
         f = np.asarray(frames)
@@ -631,10 +901,11 @@ class ZqDriver:
             if not (aio and self._irq_on):
                 await self._wait_ap_done(k, aio)
             st = self.rd("status")
-            if st & 0x3:
-                raise AcceleratorError(f"frame {k}: status 0x{st:08x} (short/long frame); accelerator "
-                                       f"{self.describe()}")
+            if st & E.STATUS_FLAGS_MASK:
+                raise self._status_error(k, st, "the engine flagged the frame")
             r.cycles.append(self.rd_optional("cycles_last"))
+            for name, vals in r.measured.items():
+                vals.append(self.rd_optional(name))
             r.next = k + 1
 
     async def _stream_from(self, frames, r: _Frames, aio: bool) -> None:
@@ -689,6 +960,7 @@ class ZqDriver:
             self.reset_dma()
             self.wr("AP_CTRL", 0)                       # stop auto_restart
             await self._drain(rec, aio)
+            rec["bases_rewritten"] = self._ensure_bases()
         self._dirty = False
         self.recoveries.append(rec)
         return rec
@@ -704,13 +976,20 @@ class ZqDriver:
         self._tm.begin()
         n = len(frames)
         r = _Frames(n, self.classes)
-        if self._dirty and self.recover_errors:
-            await self._recover("the previous call on this accelerator did not finish", aio)
-        self.check_network_id()
         recs: list[dict] = []
         m0, s0 = self.mm2s_transfers, self.s2mm_transfers
+        if self._dirty and self.recover_errors:
+            await self._recover("the previous call on this accelerator did not finish", aio)
+        lost = self._ensure_bases()                # the engine loses wts/act with a PL reset ...
+        if lost and self.recover_errors:           # ... and the AXI DMA its state: restart it before sending
+            rec = await self._recover(f"the engine had lost {' and '.join(lost)} (a PL reset): rewritten, the AXI "
+                                      "DMA reset and restarted", aio)
+            rec.update(frame=0, pl_reset=True)
+            recs.append(rec)
+        self.check_network_id()
         if n == 0:
-            return RunStats(mode, r.logits, r.t_send, r.t_done, 0.0, host=self._tm.per_frame(0))
+            return RunStats(mode, r.logits, r.t_send, r.t_done, 0.0, engine=self.engine, host=self._tm.per_frame(0),
+                            recoveries=recs)
         irq = self._irq_on = aio and self.has_interrupts
         if irq:
             self.wr("ISR", self.rd("ISR"))
@@ -737,8 +1016,9 @@ class ZqDriver:
                         raise _with_note(e, f"recovery failed: {failed}") from failed
                     rec["frame"] = r.next
                     recs.append(rec)
-                    if len(recs) > self.retries:
-                        raise _with_note(e, f"the driver recovered (DMA reset, engine drained) but {len(recs)} "
+                    errors = sum(1 for x in recs if not x.get("pl_reset"))
+                    if errors > self.retries:
+                        raise _with_note(e, f"the driver recovered (DMA reset, engine drained) but {errors} "
                                             f"errors in this call exceed retries={self.retries}") from e
                 except AcceleratorError as e:      # the engine answered wrongly: back to a known state, no retry
                     if self.recover_errors:
@@ -746,6 +1026,11 @@ class ZqDriver:
                             await self._recover(e, aio)
                         except HostError as failed:
                             raise _with_note(e, f"recovery failed: {failed}") from failed
+                        if isinstance(e, EngineStatusError) and set(e.flags) & set(MEMORY_FLAGS):
+                            self.load_weights()
+                            raise _with_note(e, f"the driver drained the engine, copied the weight image into its "
+                                                f"buffer again, flushed it and rewrote wts/act: the next call runs "
+                                                f"on it") from e
                     raise
         finally:
             if irq:
@@ -754,8 +1039,12 @@ class ZqDriver:
         seconds = self.now() - t0
         regs = self.registers()
         fd = (regs["frames_done"] - fd_start) & 0xFFFFFFFF
-        cycles = r.cycles if mode == "classify" else [regs["cycles_last"]]
-        return RunStats(mode, r.logits, r.t_send, r.t_done, seconds, cycles, fd, regs,
+        if mode == "classify":
+            cycles, measured = r.cycles, r.measured
+        else:
+            cycles, measured = [regs["cycles_last"]], {k: [regs[k]] for k in r.measured}
+        return RunStats(mode, r.logits, r.t_send, r.t_done, seconds, cycles, measured["dram_rd_bytes"],
+                        measured["dram_wr_bytes"], measured["dram_stall_cycles"], self.engine, fd, regs,
                         host=self._tm.per_frame(n), recoveries=recs, mm2s_transfers=self.mm2s_transfers - m0,
                         s2mm_transfers=self.s2mm_transfers - s0, interrupts=irq)
 
@@ -778,7 +1067,7 @@ class ZqDriver:
 
 
 def throughput(frames: int, seconds: float, host_s_per_frame: float, bytes_in: int, bytes_out: int,
-               fclk_hz: float, cycles_last: int | None, simulated: bool) -> dict:
+               fclk_hz: float, cycles_last: int | None, simulated: bool, modelled_cycles: int | None = None) -> dict:
     """Frames/s and DMA bandwidth (MB/s, 10^6 bytes) of a stream, accelerator only and
     including the host's per-frame work.
 
@@ -787,7 +1076,9 @@ def throughput(frames: int, seconds: float, host_s_per_frame: float, bytes_in: i
     ``frames`` x the host time measured on this machine (not the board's CPU), no overlap.
     On the board (``seconds`` is wall time, host work included): including host = measured;
     accelerator only = ``fclk / cycles_last`` (the engine from a frame's first input beat to its
-    last output beat, frames back to back, the DMA keeping up)."""
+    last output beat, frames back to back, the DMA keeping up; measured by the RTL twin), or,
+    on the HLS engine, which has no cycle counter, ``fclk / modelled_cycles`` (the manifest's
+    cycle model: labelled modelled)."""
     n = int(frames)
     host = float(host_s_per_frame or 0.0)
     acc_fps = inc_fps = float("nan")
@@ -803,7 +1094,11 @@ def throughput(frames: int, seconds: float, host_s_per_frame: float, bytes_in: i
             inc_fps = n / seconds
         if cycles_last:
             acc_fps = fclk_hz / cycles_last
-        acc_src = "fclk / cycles_last (the engine alone, frames back to back)"
+            acc_src = f"fclk / cycles_last (the engine alone, frames back to back; {MEASURED})"
+        else:
+            if modelled_cycles:
+                acc_fps = fclk_hz / modelled_cycles
+            acc_src = f"fclk / cycles per frame of the cycle model (the engine alone; {MODELLED})"
         inc_src = "board wall time (host work included)"
     mb = 1e-6
     return dict(frames=n, bytes_in_per_frame=int(bytes_in), bytes_out_per_frame=int(bytes_out),

@@ -13,6 +13,11 @@ class ExportFilesError(HostError):
     file is missing or unusable."""
 
 
+class WeightImageError(ExportFilesError):
+    """``weights.bin`` does not belong to the manifest beside it (or to this host's engine
+    specification): the message names the file and the header field."""
+
+
 class BackendError(HostError):
     """Unknown backend, or a backend that cannot run on this machine."""
 
@@ -26,6 +31,12 @@ class NetworkIdMismatch(HostError):
             f"network ID mismatch: the accelerator ({bitstream}) reports net_id 0x{hw_id:08x}, "
             f"the manifest ({manifest}) expects network_id 0x{manifest_id:08x}; no frame was sent. "
             "Load the bitstream built from this export, or use the export the bitstream was built from.")
+
+
+class EngineMismatch(HostError):
+    """The engine's ``build_params`` or ``engine_info`` (its N_PE x N_CI array, word widths,
+    specification version, weight cache, DDR tensors) differ from what the manifest was
+    exported for: the bitstream was built from another export of the same network."""
 
 
 class AcceleratorError(HostError):
@@ -49,9 +60,25 @@ class DmaError(AcceleratorError):
         super().__init__(message)
 
 
+class EngineStatusError(AcceleratorError):
+    """The engine answered a frame with an error frame; ``status`` is its status register,
+    ``flags`` the names of the bits set (``zynqflow.spec.engine.STATUS_BITS``), ``frame``
+    the frame's index in the call."""
+
+    def __init__(self, message: str, status: int = 0, flags=(), frame: int = -1):
+        self.status, self.flags, self.frame = status, list(flags), frame
+        super().__init__(message)
+
+
+class DdrBufferError(AcceleratorError):
+    """A DDR buffer for the engine's AXI4 masters (the weight image or the activation
+    scratch area) is not 4 KiB aligned or does not end inside the engine's DDR window."""
+
+
 class RegisterMapMismatch(AcceleratorError):
-    """The register offsets the driver uses differ from those the bitstream's
-    ``.hwh`` describes (the message names the register and both offsets)."""
+    """The register offsets of the engine specification (``zynqflow.spec.engine``) differ
+    from those the bitstream's ``.hwh`` describes (the message names the register and both
+    offsets)."""
 
 
 class ClockError(HostError):

@@ -1,22 +1,25 @@
-"""What the host reads from an export directory and from ``rtl/regmap.json``.
+"""What the host reads from an export directory.
 
 An export directory (``make export`` -> ``build/<net>/export/``) holds
-``manifest.json`` (network name and ID, input shape and colour, classes and
-their names, the engine's layer table) and the files the backends need:
+``manifest.json`` (format 2: network name and ID, input shape and colour,
+classes and their names, the engine it was planned for, its memory and its
+cycle model) and the files the backends need:
 
 =========  ===========================================================
 backend    files besides manifest.json
 =========  ===========================================================
 golden     ``integers.npz`` (numpy golden model)
 csim       ``net_params.h`` (compiled into the C simulation)
-rtl        ``net_params.h``, ``weights.mem``, ``biases.mem``, ``layers.mem``,
-           ``integers.npz``, and ``rtl/regmap.json`` from the repository
-pynq       the ``.bit`` and ``.hwh`` built from this export, and ``regmap.json``
+rtl        ``rtl_params.svh`` (built into the RTL twin), ``weights.bin``
+           (the weight image the driver loads into DDR), ``integers.npz``
+rtl-fast   ``rtl_params.svh``, ``weights.bin``
+pynq       ``weights.bin``, and the ``.bit`` and ``.hwh`` built from this export
 =========  ===========================================================
 
-The register map is looked up in this order: an explicit path, ``$ZQ_REGMAP``,
-``regmap.json`` beside the manifest (``board/deploy.sh`` copies it there), then
-``rtl/regmap.json`` of the repository this package lives in.
+The register map is not a file: the driver takes offsets and bits from the
+engine specification, :mod:`zynqflow.spec.engine` (deployed with the host
+package). ``weights.bin`` is checked against the manifest before anything
+touches a board (:meth:`Export.weight_image`).
 
 The export used when none is given (:func:`default_export`; the CLI's
 ``--export``) does not depend on the current directory: ``$ZYNQFLOW_EXPORT``;
@@ -35,26 +38,25 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import ExportFilesError
+from zynqflow.spec import engine as E
+from zynqflow.spec.paths import REPO
 
-from zynqflow.spec.paths import REPO  # noqa: E402
+from .errors import ExportFilesError, WeightImageError
 DEFAULT_EXPORT = REPO / "build" / "zynqnet-mini" / "export"     # in a checkout; see default_export()
 DEPLOY_CONFIG = "zynqflow.json"                                 # written by board/deploy.sh beside lib/
 BOARD_NAME = "pynq-z2"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2          # the manifest format this host reads (export/exporter.py writes it)
 
 # files each backend needs (manifest "files" keys), and how to make them
 BACKEND_FILES = {
     "golden": ("integers",),
     "csim": ("hls_header",),
-    "rtl": ("hls_header", "weights_mem", "biases_mem", "layers_mem", "integers"),
-    "rtl-fast": ("hls_header", "weights_mem", "biases_mem", "layers_mem"),
-    "pynq": (),
+    "rtl": ("rtl_params", "weights", "integers"),
+    "rtl-fast": ("rtl_params", "weights"),
+    "pynq": ("weights",),
 }
-_REQUIRED_KEYS = ("network", "network_id", "network_id_int", "input", "output", "class_names")
-# the registers the driver uses; their offsets come from the JSON file only
-REQUIRED_REGS = ("AP_CTRL", "GIE", "IER", "ISR", "status", "cycles_last", "frames_done", "net_id",
-                 "build_params")
+_REQUIRED_KEYS = ("network", "network_id", "network_id_int", "input", "output", "class_names", "engine",
+                  "memory")
 
 
 class Export:
@@ -80,9 +82,16 @@ class Export:
         missing = [k for k in _REQUIRED_KEYS if k not in self.manifest]
         if missing:
             raise ExportFilesError(f"{self.manifest_path}: not a zynqflow manifest (missing {', '.join(missing)})")
-        fv = self.manifest.get("format_version", FORMAT_VERSION)
+        fv = self.manifest.get("format_version", 1)
         if fv != FORMAT_VERSION:
-            raise ExportFilesError(f"{self.manifest_path}: format_version {fv}, this host reads {FORMAT_VERSION}")
+            raise ExportFilesError(f"{self.manifest_path}: format_version {fv}, this host reads {FORMAT_VERSION} "
+                                   "(the DDR-streaming engine: weights.bin, memory, cycles_model); re-export the "
+                                   "network with this checkout (make export)")
+        sv = self.manifest.get("spec_version")
+        if sv != E.SPEC_VERSION:
+            raise ExportFilesError(f"{self.manifest_path}: exported for engine specification version {sv}, this "
+                                   f"host implements version {E.SPEC_VERSION} (zynqflow.spec.engine); re-export the "
+                                   "network with this checkout (make export)")
         self.dir = self.dir.resolve()
         self.manifest_path = self.manifest_path.resolve()
         m = self.manifest
@@ -101,6 +110,19 @@ class Export:
         if len(self.class_names) != self.num_classes:
             raise ExportFilesError(f"{self.manifest_path}: {len(self.class_names)} class names for "
                                    f"{self.num_classes} classes")
+        try:
+            mem, eng = m["memory"], m["engine"]
+            self.weight_image_bytes: int = int(mem["weight_image_bytes"])
+            self.scratch_bytes: int = int(mem["scratch_bytes"])
+            self.header_bytes: int = int(mem["header_bytes"])
+            self.weight_words: int = int(mem["weight_words"])
+            self.word_bytes: int = int(eng["word_bytes"])
+            self.build_params: int = int(eng["build_params"])
+            self.engine_info: dict[str, int] = dict(hls=int(eng["engine_info_hls"]), rtl=int(eng["engine_info_rtl"]))
+        except (KeyError, TypeError, ValueError) as e:
+            raise ExportFilesError(f"{self.manifest_path}: engine/memory section incomplete ({type(e).__name__}: "
+                                   f"{e}); re-export the network (make export)") from e
+        self._weights: bytes | None = None
 
     def __repr__(self) -> str:
         return f"Export({str(self.dir)!r}, {self.network}, 0x{self.network_id:08x})"
@@ -153,12 +175,30 @@ class Export:
 
     # ---- hardware ---------------------------------------------------------
     def frame_cycles(self) -> int:
-        """Estimated clock cycles of one frame (input beats + im2col + layers + GAP read-out),
-        used for default timeouts; the engine's cycles_last register has the real figure."""
-        m = self.manifest
-        layers = sum(int(l.get("hw_cycles", 0)) + 16 for l in m.get("layers", []))
-        buf0 = int((m.get("buffers_words") or [0])[0])
-        return self.bytes_per_frame // 4 + buf0 + max(layers, int(m.get("cycles_mac_array", 0))) + self.num_classes
+        """Clock cycles of one frame by the manifest's cycle model (``cycles_model``, the event
+        model of the RTL twin, spec.cycles: first input beat to last output beat), used for
+        default timeouts and, on the HLS engine, which cannot count cycles, for the figures
+        (labelled modelled). The RTL twin's ``cycles_last`` register has the measured figure."""
+        cm = self.manifest.get("cycles_model") or {}
+        if cm.get("cycles"):
+            return int(cm["cycles"])
+        layers = sum(int(l.get("cycles_model", 0)) for l in self.manifest.get("layers", []))
+        return self.bytes_per_frame // 4 + max(layers, int(self.manifest.get("cycles_mac_array", 0))) + \
+            self.num_classes
+
+    @property
+    def cycles_model(self) -> dict:
+        """The manifest's cycle model of one frame (``cycles``, ``period_cycles``, ``fps_at_100mhz``,
+        ``dram_rd_bytes``, ``dram_wr_bytes``, ...): a model, not a measurement."""
+        return dict(self.manifest.get("cycles_model") or {})
+
+    def weight_image(self) -> bytes:
+        """``weights.bin``, checked against the manifest and this host's engine specification
+        (header magic, spec version, network ID, word size, word count, header size, file size):
+        :class:`WeightImageError` names the file and the field. Read once."""
+        if self._weights is None:
+            self._weights = check_weight_image(self.file("weights"), self)
+        return self._weights
 
     def bitstream_candidates(self, board: str = BOARD_NAME) -> list[Path]:
         name = f"{self.network}_{board}.bit"
@@ -178,7 +218,58 @@ class Export:
                                "(build one with board/bitstream.sh, copy it with board/deploy.sh)")
 
 
-# ---- register map ---------------------------------------------------------------
+# ---- the weight image --------------------------------------------------------------
+HEADER_FIELD_BYTES = 4           # every field of spec.engine.HEADER is a little-endian 32-bit word
+
+
+def read_weight_header(data: bytes) -> dict[str, int]:
+    """The fields of a weight image header (:data:`zynqflow.spec.engine.HEADER`)."""
+    out = {}
+    for i, f in enumerate(E.HEADER):
+        out[f.name] = int.from_bytes(data[i * HEADER_FIELD_BYTES:(i + 1) * HEADER_FIELD_BYTES], "little")
+    return out
+
+
+def check_weight_image(path: Path, export: "Export") -> bytes:
+    """Read ``path`` and check its header against ``export``'s manifest; returns the image."""
+    path = Path(path)
+    man = export.manifest_path
+    if not path.is_file():
+        raise WeightImageError(f"{path}: no weight image (the engine reads its weights from DDR; re-run the "
+                               "exporter: make export)")
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise WeightImageError(f"{path}: cannot read the weight image ({e})") from e
+    need = len(E.HEADER) * HEADER_FIELD_BYTES
+    if len(data) < need:
+        raise WeightImageError(f"{path}: {len(data)} bytes, shorter than the {need}-byte weight image header: "
+                               "not a zynqflow weight image (re-run the exporter: make export)")
+    h = read_weight_header(data)
+    if h["magic"] != E.HEADER_MAGIC:
+        raise WeightImageError(f"{path}: header field magic is 0x{h['magic']:08x}, a zynqflow weight image has "
+                               f"0x{E.HEADER_MAGIC:08x} ('ZQW1'): not a weight image, or a corrupt one (re-run the "
+                               "exporter: make export)")
+    want = dict(spec_version=(E.SPEC_VERSION, "this host's engine specification (zynqflow.spec.engine)"),
+                net_id=(export.network_id, f"{man} (network_id_int)"),
+                word_bytes=(export.word_bytes, f"{man} (engine.word_bytes = N_PE x N_CI)"),
+                n_words=(export.weight_words, f"{man} (memory.weight_words)"),
+                header_bytes=(export.header_bytes, f"{man} (memory.header_bytes)"))
+    for name, (v, where) in want.items():
+        if h[name] != v:
+            fmt = (lambda x: f"0x{x:08x}") if name == "net_id" else str
+            raise WeightImageError(f"{path}: header field {name} is {fmt(h[name])}, {where} says {fmt(v)}: the "
+                                   "weight image and the manifest come from different exports (copy both from "
+                                   "one export directory, or re-run the exporter)")
+    size = h["header_bytes"] + h["n_words"] * h["word_bytes"]
+    if len(data) != size or size != export.weight_image_bytes:
+        raise WeightImageError(f"{path}: {len(data)} bytes, its header says {size} ({h['header_bytes']} + "
+                               f"{h['n_words']} words x {h['word_bytes']} bytes) and {man} "
+                               f"{export.weight_image_bytes} (memory.weight_image_bytes): truncated or corrupt "
+                               "(re-run the exporter: make export)")
+    return data
+
+
 # ---- the default export ----------------------------------------------------------------
 def user_config_path() -> Path:
     """``$ZYNQFLOW_CONFIG``, else ``${XDG_CONFIG_HOME:-~/.config}/zynqflow/config.json``."""
@@ -243,55 +334,3 @@ def xrt_hint(message: str = "") -> str:
                 "~/zynqflow/zynqflow (it sets XILINX_XRT=/usr and passes it through sudo), or "
                 "export XILINX_XRT=/usr and run with sudo -E")
     return f"{message} ({hint})" if message else hint
-
-
-class RegMap:
-    """``rtl/regmap.json``: register offsets by name and the AP_CTRL bits."""
-
-    def __init__(self, path: Path):
-        self.path = Path(path)
-        try:
-            raw = json.loads(self.path.read_text())
-            regs = raw["registers"]
-            self.offsets = {r["name"]: int(r["offset"]) for r in regs}
-        except (OSError, ValueError, KeyError, TypeError) as e:
-            raise ExportFilesError(f"{self.path}: not a register map ({e})") from e
-        missing = [r for r in REQUIRED_REGS if r not in self.offsets]
-        if missing:
-            raise ExportFilesError(f"{self.path}: registers {', '.join(missing)} missing")
-        ctrl = next(r for r in regs if r["name"] == "AP_CTRL")
-        self.ctrl_bits = {b["name"]: int(b["bit"]) for b in ctrl.get("bits", [])}
-        for b in ("ap_start", "ap_done", "ap_idle", "ap_ready", "auto_restart"):
-            if b not in self.ctrl_bits:
-                raise ExportFilesError(f"{self.path}: AP_CTRL bit '{b}' missing")
-        self.block = raw.get("block", "zq_top")
-
-    def __getitem__(self, name: str) -> int:
-        return self.offsets[name]
-
-    def mask(self, *bits: str) -> int:
-        v = 0
-        for b in bits:
-            v |= 1 << self.ctrl_bits[b]
-        return v
-
-    def decode_ctrl(self, value: int) -> str:
-        on = [n for n, b in sorted(self.ctrl_bits.items(), key=lambda kv: kv[1]) if value >> b & 1]
-        return f"0x{value:08x} ({' '.join(on) if on else 'no bits set'})"
-
-
-def find_regmap(export: Export | None = None, explicit=None) -> RegMap:
-    cands = []
-    if explicit:
-        cands.append(Path(explicit))
-    elif os.environ.get("ZQ_REGMAP"):
-        cands.append(Path(os.environ["ZQ_REGMAP"]))
-    else:
-        if export is not None:
-            cands.append(export.dir / "regmap.json")
-        cands.append(REPO / "rtl" / "regmap.json")
-    for c in cands:
-        if c.is_file():
-            return RegMap(c)
-    raise ExportFilesError(f"no register map: looked for {', '.join(map(str, cands))} (copy rtl/regmap.json "
-                           "beside the manifest; board/deploy.sh does)")

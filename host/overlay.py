@@ -10,9 +10,10 @@ On a PYNQ-Z2 (after ``board/deploy.sh``)::
     ol.benchmark(frames)                              # frames/s and DMA MB/s (throughput test)
     ol.zq_top_0, ol.axi_dma_0, ol.ip_dict             # everything pynq.Overlay has
 
-The manifest (and the register map) are found beside the bitstream, as
-``board/deploy.sh`` installs them (``<dest>/<net>/``); ``export=`` names
-another export directory. ``fclk_mhz=`` sets the PL clock (checked against
+The manifest and the weight image (``weights.bin``) are found beside the
+bitstream, as ``board/deploy.sh`` installs them (``<dest>/<net>/``); ``export=``
+names another export directory. The register map is the engine specification's
+(``zynqflow.spec.engine``, deployed with the host package). ``fclk_mhz=`` sets the PL clock (checked against
 the bitstream's timing record), ``download=False`` keeps a loaded bitstream.
 
 The same notebook or script runs anywhere: with ``ZYNQFLOW_BACKEND=rtl``
@@ -177,6 +178,7 @@ class _BoardInit:
                                    f"{DEPLOY_DEST}/{network_of(bitfile)}/ and {REPO / 'bitstreams'}); "
                                    "copy it with board/deploy.sh")
         ex = find_export(bit, export)
+        ex.weight_image()                    # a wrong weights.bin fails before the bitstream is loaded
         try:
             super().__init__(str(bit), download=download, **overlay_kw)
         except Exception as e:  # noqa: BLE001 - pynq's errors name no file
