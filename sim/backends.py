@@ -71,7 +71,7 @@ class RtlBackend(Backend):
     @property
     def clock(self) -> str:
         mhz = self.last.get("fclk_mhz") or self.fclk_mhz or 100
-        return f"simulated time, RTL at {mhz:g} MHz: accelerator only (host time not included)"
+        return f"simulated time, RTL simulation at {mhz:g} MHz: accelerator only (host time not included)"
 
     def _job(self, op, frames):
         from .rtl_host import run_job
@@ -80,11 +80,12 @@ class RtlBackend(Backend):
         self.last = res
         s = res["steps"][0]
         info = driver_info(dict(s, seconds=s["sim_seconds"] if op == "stream" else None), res["fclk_mhz"] * 1e6,
-                           self.export.bytes_per_frame, self.export.num_classes * 4, simulated=True)
+                           self.export.bytes_per_frame, self.export.num_classes * 4, simulated=True,
+                           model=self.export.cycles_model)
         info.update(sim_wall_seconds=s["wall_seconds"],
                     sim_wall_fps=len(s["logits"]) / s["wall_seconds"] if s["wall_seconds"] > 0 else None,
                     net_id=f"0x{res['net_id']:08x}", extra_output_frames=res["extra_output_frames"],
-                    rtl=res["kind"])
+                    rtl=res["kind"], ddr={k: f"0x{v:08x}" for k, v in res["ddr"].items()})
         if op == "classify":
             info["cycles_last_per_frame"] = s["cycles_last"]
         return s, info

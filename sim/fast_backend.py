@@ -19,7 +19,8 @@ import os
 
 import numpy as np
 
-from zynqflow.host.accelerator import Backend
+from zynqflow.host.accelerator import Backend, cycle_figures
+from zynqflow.host.driver import MEASURED
 from zynqflow.host.errors import AcceleratorError, BackendError
 from zynqflow.host.manifest import Export
 
@@ -35,9 +36,10 @@ class RtlFastBackend(Backend):
     name = "rtl-fast"
 
     def __init__(self, export: Export, workers: int | None = None, backpressure: float = 0.0, seed: int = 1,
-                 regmap=None, **_ignored):
+                 **_ignored):
         super().__init__(export)
         export.require(self.name)
+        export.weight_image()                # weights.bin checked against the manifest
         try:
             lib = FastBuild(export.dir).build()
         except RtlFastError as e:
@@ -73,8 +75,11 @@ class RtlFastBackend(Backend):
             raise AcceleratorError(f"rtl-fast backend: {e}") from e
         self.last = res
         cyc = res.cycles_last
-        info = dict(cycles_last=int(cyc[-1]) if n else None,
-                    fps_at_100MHz_from_cycles_last=CLOCK_HZ / int(cyc[-1]) if n and cyc[-1] else None,
+        last = int(cyc[-1]) if n else None
+        dram = {k: int(res.regs[k][-1]) if n and k in res.regs else None for k in ("dram_rd_bytes", "dram_wr_bytes")}
+        info = dict(engine="rtl", cycles_last=last, **cycle_figures(last, self.export.cycles_model, "RTL simulation"),
+                    dram_rd_bytes_per_frame=dram["dram_rd_bytes"], dram_wr_bytes_per_frame=dram["dram_wr_bytes"],
+                    dram_from=MEASURED if dram["dram_rd_bytes"] is not None else None,
                     frame_period_cycles=float(np.median(res.periods)) if len(res.periods) else None,
                     sim_wall_seconds=res.wall_s, sim_wall_fps=n / res.wall_s if res.wall_s > 0 else None,
                     sim_cycles_per_second=res.sim_cycles_per_second, workers=len(res.workers),

@@ -45,7 +45,7 @@ def _build(export: Export, rtl: str | None):
         raise BackendError(f"rtl backend: building the simulator for {export.dir} failed: {e}") from e
 
 
-OPS = ("classify", "stream", "classify_async", "stream_async")
+OPS = ("classify", "stream", "classify_async", "stream_async", "pl_reset")
 
 
 def run_job(export: Export | str | Path, steps: list[tuple[str, np.ndarray]], *, rtl: str | None = None,
@@ -53,13 +53,13 @@ def run_job(export: Export | str | Path, steps: list[tuple[str, np.ndarray]], *,
             verbose: bool = False, sim_limit_ms: float | None = None, driver_export=None,
             sim: dict | None = None, driver: dict | None = None, continue_on_error: bool = False) -> dict:
     """Run ``steps`` ([(op, uint8 frames N x H x W x C), ...], op: classify, stream,
-    classify_async, stream_async) through the driver on the RTL, in one simulation. Returns
-    the summary dict with ``steps[i]['logits']``, ``['t_send']``, ``['t_done']`` (simulated
-    seconds) added.
+    classify_async, stream_async; or ("pl_reset", None): ap_rst_n between two calls) through
+    the driver on the RTL, in one simulation. Returns the summary dict with
+    ``steps[i]['logits']``, ``['t_send']``, ``['t_done']`` (simulated seconds) added.
 
-    ``sim``: shim options (DMA faults, interrupts, registers, DMA state; see
-    :mod:`zynqflow.sim.tb_host`); ``driver``: driver options (retries, recover, fclk_mhz,
-    timing). ``driver_export``: the export whose manifest the driver uses, when it is not the
+    ``sim``: shim options (DMA faults and tampering, interrupts, registers, DMA state, where
+    buffers are allocated; see :mod:`zynqflow.sim.tb_host`); ``driver``: driver options
+    (retries, recover, fclk_mhz, timing). ``driver_export``: the export whose manifest the driver uses, when it is not the
     one the RTL was built from (the network-ID check must then refuse it). A ``HostError``
     re-raised from the simulation carries the summary as ``.sim_summary``; with
     ``continue_on_error`` a step's error is recorded in ``steps[i]['error']`` instead and the
@@ -81,18 +81,21 @@ def run_job(export: Export | str | Path, steps: list[tuple[str, np.ndarray]], *,
                 shutil.copy(dat, run_dir / dat.name)
         job_steps = []
         for i, (op, frames) in enumerate(steps):
+            if op == "pl_reset":
+                job_steps.append(dict(op=op))
+                continue
             f = run_dir / f"frames{i}.npy"
             np.save(f, np.ascontiguousarray(frames, dtype=np.uint8))
             job_steps.append(dict(op=op, frames=str(f)))
         drv_export = Export(driver_export) if driver_export is not None else export
-        job = dict(export=str(drv_export.dir), steps=job_steps, backpressure=backpressure, seed=seed,
+        job = dict(export=str(drv_export.dir), engine=build.kind, steps=job_steps, backpressure=backpressure, seed=seed,
                    timeout_s=timeout_s, result=str(run_dir / "result.json"), arrays=str(run_dir / "result.npz"),
                    build=build.build_dir.name, sim=sim or {}, driver=driver or {},
                    continue_on_error=continue_on_error)
         (run_dir / "job.json").write_text(json.dumps(job, indent=1))
         env = {"ZQ_HOST_JOB": str(run_dir / "job.json"), "PYTHONHASHSEED": "0"}
         if not sim_limit_ms:   # a generous bound on simulated time: 20 estimated frame times per frame
-            n = sum(len(f) for _, f in steps) + 1
+            n = sum(len(f) for op, f in steps if op != "pl_reset") + 1
             mhz = (driver or {}).get("fclk_mhz") or CLOCK_HZ / 1e6
             sim_limit_ms = max(100.0, 20 * n * export.frame_cycles() / min(mhz * 1e6, CLOCK_HZ) * 1e3)
         env["ZQ_HOST_SIM_LIMIT_MS"] = f"{sim_limit_ms:.3f}"

@@ -26,10 +26,17 @@ PYNQ object                       simulation
                                   packet per transfer, TLAST on its last
                                   beat) / ``AxiStreamSink`` on ``m_axis_out``
                                   (TREADY only while a transfer is posted)
-``pynq.allocate``                 :class:`SimAllocator` -> :class:`SimBuffer`
-                                  (numpy array + a separate "DDR" copy:
-                                  ``flush()`` copies to it, ``invalidate()``
-                                  from it; the DMA only sees the DDR copy)
+``pynq.allocate``                 :class:`SimAllocator` -> :class:`SimBuffer`:
+                                  a numpy array (the CPU's view, "cache")
+                                  whose ``physical_address`` lies in the
+                                  simulated DDR (:class:`zynqflow.sim.
+                                  ddr_model.Ddr`, one sparse memory);
+                                  ``flush()`` copies the array into it,
+                                  ``invalidate()`` copies it back. The AXI
+                                  DMA and the engine's AXI4 masters
+                                  (``m_axi_wts``, ``m_axi_act``) only see
+                                  the DDR: a buffer not flushed is not
+                                  there, as on the board
 ``pynq.Interrupt``                :class:`SimInterrupt`: the DUT's
                                   ``interrupt`` pin, the DMA's
                                   ``mm2s_introut`` / ``s2mm_introut``
@@ -63,6 +70,15 @@ the engine holds part of a frame); ``stall`` leaves the transfer busy for
 ever (S2MM: TREADY never rises, the engine's output waits; MM2S: after
 ``b`` beats). Faults and ``backpressure`` do not combine.
 
+Tampering (another agent on the board, between two frames): on an S2MM
+transfer, once its data is in memory and before the channel reports it done
+(the engine is idle then in ``classify``), ``"kind": "wts_addr", "value": v``
+writes ``v`` into the engine's ``wts`` register, and ``"kind":
+"weight_header"`` flips a byte of the network ID in the weight image's header
+in DDR (at the address ``wts`` holds) and writes ``wts`` again (the same
+address). The engine, which checks the header at every frame, answers the next
+frame with status ``address_range`` / ``weight_image``.
+
 The driver is synchronous: a cocotb test runs it in a thread started with
 ``cocotb.task.bridge`` and every register access here goes back into the
 simulation with ``cocotb.task.resume``; between two such calls simulated
@@ -86,8 +102,12 @@ import numpy as np
 from cocotb.task import resume
 from cocotb.triggers import ClockCycles, Event, First, RisingEdge, Timer
 from cocotb.utils import get_sim_time
+from cocotb.utils import get_sim_steps
 from cocotbext.axi import (AxiLiteBus, AxiLiteMaster, AxiStreamBus, AxiStreamFrame, AxiStreamSink,
                            AxiStreamSource)
+from cocotbext.axi.sparse_memory import SparseMemory
+
+from zynqflow.spec import engine as E
 
 ACCEL_TYPE = "zynqflow.org:hls:zq_top:1.0"
 DMA_TYPE = "xilinx.com:ip:axi_dma:7.1"
@@ -105,20 +125,25 @@ SR_IOC_IRQ, SR_DLY_IRQ, SR_ERR_IRQ = 0x1000, 0x2000, 0x4000
 SR_ERRORS = SR_INT_ERR | SR_SLV_ERR | SR_DEC_ERR
 CR_RESET_VALUE, SR_RESET_VALUE = 0x0001_0000, 0x0001_0001     # IRQThreshold 1; halted
 FAULT_KINDS = {"internal": SR_INT_ERR, "slave": SR_SLV_ERR, "decode": SR_DEC_ERR, "stall": 0}
+TAMPER_KINDS = ("wts_addr", "weight_header")     # S2MM only: the engine's registers / DDR between frames
+ALLOC_BASE = 0x1600_0000            # where SimAllocator places buffers (inside the engine's 512 MiB window)
 
 # how Vitis HLS names the block-level registers of an s_axilite bundle in the .hwh
 VITIS_CONTROL_NAMES = {"AP_CTRL": "CTRL", "GIE": "GIER", "IER": "IP_IER", "ISR": "IP_ISR"}
 
 
 class SimBuffer(np.ndarray):
-    """``pynq.allocate``'s buffer: a numpy array with ``physical_address``,
-    ``flush()`` / ``invalidate()`` (CPU cache <-> "DDR" copy) and ``freebuffer()``."""
+    """``pynq.allocate``'s buffer: a numpy array (what the CPU sees) with ``physical_address``
+    in the simulated DDR ``memory``; ``flush()`` copies the array to DDR, ``invalidate()``
+    copies DDR into the array, ``freebuffer()``. ``forget_flush``: ``flush()`` does nothing
+    (a driver that forgot it, as a test of the driver)."""
 
-    def __new__(cls, shape, dtype, address: int):
+    def __new__(cls, shape, dtype, address: int, memory, forget_flush: bool = False):
         obj = np.zeros(shape, dtype).view(cls)
         obj.physical_address = address
         obj.device_address = address
-        obj._ddr = np.zeros(obj.nbytes, np.uint8)
+        obj._mem = memory
+        obj._forget_flush = forget_flush
         obj._freed = False
         return obj
 
@@ -128,24 +153,27 @@ class SimBuffer(np.ndarray):
         # views and slices share nothing with the DMA: only the allocated array is a DMA buffer
         self.physical_address = getattr(obj, "physical_address", None)
         self.device_address = self.physical_address
-        self._ddr = None
+        self._mem = None
+        self._forget_flush = False
         self._freed = False
 
     def _check(self):
-        if self._ddr is None:
+        if self._mem is None:
             raise RuntimeError("not a DMA buffer (a view or slice of one): pass the allocated array")
         if self._freed:
             raise RuntimeError("DMA buffer used after freebuffer()")
 
     def flush(self):
-        """CPU -> memory (what the MM2S DMA reads)."""
+        """CPU -> DDR (what the MM2S DMA and the engine read)."""
         self._check()
-        self._ddr[:] = np.frombuffer(np.ascontiguousarray(self).tobytes(), np.uint8)
+        if not self._forget_flush:
+            self._mem.write(self.physical_address, np.ascontiguousarray(self).tobytes())
 
     def invalidate(self):
-        """Memory -> CPU (what the S2MM DMA wrote becomes visible)."""
+        """DDR -> CPU (what the S2MM DMA or the engine wrote becomes visible)."""
         self._check()
-        np.copyto(self, np.frombuffer(self._ddr.tobytes(), self.dtype).reshape(self.shape))
+        data = self._mem.read(self.physical_address, self.nbytes)
+        np.copyto(self, np.frombuffer(data, self.dtype).reshape(self.shape))
 
     def freebuffer(self):
         self._freed = True
@@ -158,15 +186,24 @@ class SimBuffer(np.ndarray):
 
 
 class SimAllocator:
-    """``pynq.allocate(shape, dtype)``: 4 KiB-aligned fake physical addresses."""
+    """``pynq.allocate(shape, dtype)``: buffers in ``memory`` (the simulated DDR; a private
+    sparse memory if none is given) from ``base`` up, each starting on an ``align`` boundary
+    (pynq's CMA buffers are page aligned). ``forget_flush_bytes``: buffers of exactly that
+    size ignore ``flush()`` (a driver that forgot to flush them)."""
 
-    def __init__(self, base: int = 0x1600_0000):
+    def __init__(self, memory=None, base: int = ALLOC_BASE, align: int = 0x1000,
+                 forget_flush_bytes: int | None = None):
+        self.mem = memory if memory is not None else SparseMemory(1 << 32)
         self.next = base
+        self.align = align
+        self.forget_flush_bytes = forget_flush_bytes
         self.live: list[SimBuffer] = []
 
     def __call__(self, shape, dtype=np.uint32, target=None, **kwargs) -> SimBuffer:
-        b = SimBuffer(shape, np.dtype(dtype), self.next)
-        self.next += (b.nbytes + 0xFFF) & ~0xFFF or 0x1000
+        dt = np.dtype(dtype)
+        nbytes = int(np.prod(shape)) * dt.itemsize
+        b = SimBuffer(shape, dt, self.next, self.mem, forget_flush=nbytes == self.forget_flush_bytes)
+        self.next += -(-max(b.nbytes, 1) // self.align) * self.align
         self.live.append(b)
         return b
 
@@ -348,8 +385,7 @@ class _DmaChannel:
     async def _mm2s(self, fault):
         if (hit := self._memory()) is None:
             return
-        buf, off = hit
-        data = bytes(buf._ddr[off:off + self.length])
+        data = self.dma.allocator.mem.read(self.addr, self.length)
         src: AxiStreamSource = self.port
         if fault is not None:
             beats = int(fault.get("beats") or 0)
@@ -368,7 +404,6 @@ class _DmaChannel:
     async def _s2mm(self, fault):
         if (hit := self._memory()) is None:
             return
-        buf, off = hit
         if fault is not None and fault["kind"] == "stall":
             await Event().wait()                     # TREADY never rises
         sink: AxiStreamSink = self.port
@@ -380,14 +415,16 @@ class _DmaChannel:
         if not self.dma.gen_driven:
             sink.pause = True
         data = bytes(frame.tdata)
-        if fault is not None:                        # the write to memory failed
+        if fault is not None and fault["kind"] in FAULT_KINDS:     # the write to memory failed
             self._error(FAULT_KINDS[fault["kind"]])
             return
         n = min(len(data), self.length)
-        buf._ddr[off:off + n] = np.frombuffer(data[:n], np.uint8)
+        self.dma.allocator.mem.write(self.addr, data[:n])
         if len(data) > self.length:                  # the packet is longer than LENGTH
             self._error(SR_INT_ERR)
             return
+        if fault is not None:                        # another agent, between two frames
+            await self.dma.tamper(fault)
         self._complete(n)
 
 
@@ -397,16 +434,19 @@ class SimAxiDma:
 
     def __init__(self, sim: _Sim, source: AxiStreamSource, sink: AxiStreamSink, allocator: SimAllocator,
                  in_valid, in_ready, faults=(), poll_cycles: int = 256, reset_cycles: int = 16,
-                 gen_driven: bool = False):
+                 gen_driven: bool = False, tamper=None):
         self.sim, self.source, self.sink, self.allocator = sim, source, sink, allocator
         self.in_valid, self.in_ready = in_valid, in_ready
         self.poll_cycles, self.reset_cycles = poll_cycles, reset_cycles
         self.gen_driven = gen_driven
+        self.tamper = tamper                 # async (fault) -> None: SimOverlay's, for TAMPER_KINDS
         self.faults = {}
         for f in faults or ():
             kind, ch = f.get("kind"), f.get("channel")
-            if kind not in FAULT_KINDS or ch not in ("mm2s", "s2mm"):
-                raise ValueError(f"DMA fault {f}: channel mm2s|s2mm, kind {'|'.join(FAULT_KINDS)}")
+            ok = (kind in FAULT_KINDS and ch in ("mm2s", "s2mm")) or (kind in TAMPER_KINDS and ch == "s2mm")
+            if not ok:
+                raise ValueError(f"DMA fault {f}: channel mm2s|s2mm, kind {'|'.join(FAULT_KINDS)}; or channel "
+                                 f"s2mm, kind {'|'.join(TAMPER_KINDS)}")
             self.faults[(ch, int(f["transfer"]))] = dict(f)
         if self.faults and gen_driven:
             raise ValueError("DMA faults and backpressure do not combine (both drive the stream pause)")
@@ -457,6 +497,19 @@ class SimAxiDma:
             ch.posted = False
             ch.changed.set()
         self.resetting = False
+
+    def pl_reset(self):
+        """The PL reset (``axi_resetn``, with the engine's ``ap_rst_n``): transfers dropped, both
+        channels halted with their reset values, as after loading the bitstream."""
+        for ch in (self.mm2s, self.s2mm):
+            if ch.task is not None and not ch.task.done():
+                ch.task.cancel()
+            ch.task = None
+            ch.reset_registers()
+            ch.posted = False
+            ch.changed.set()
+        if not self.gen_driven:
+            self.sink.pause = True
 
     def set_error_state(self, channel: str = "s2mm", bits: int = SR_SLV_ERR):
         """Leave a channel halted with an error, as a process that died after a DMA error
@@ -638,10 +691,11 @@ def zynq_fclk(requested_mhz: float, source_mhz: float = 1000.0) -> tuple[float, 
 
 class SimClocks:
     """``pynq.ps.Clocks``: ``fclk0_mhz`` is the simulation clock's frequency; setting it
-    restarts the clock at the closest frequency the Zynq divisors give."""
+    restarts the clock at the closest frequency the Zynq divisors give (``on_change(period_ns)``
+    is told, e.g. the DDR model's latency in cycles)."""
 
-    def __init__(self, sim: _Sim, clock):
-        self._sim, self._clock = sim, clock
+    def __init__(self, sim: _Sim, clock, on_change=None):
+        self._sim, self._clock, self._on_change = sim, clock, on_change
 
     @property
     def fclk0_mhz(self) -> float:
@@ -663,20 +717,40 @@ class SimClocks:
         self._clock = Clock(old.signal, period_ns, unit="ns", impl=old.impl)
         self._clock.start(start_high=False)
         self._sim.period_ns = float(period_ns)
+        if self._on_change is not None:
+            self._on_change(float(period_ns))
         await RisingEdge(self._sim.clk)
+
+
+def hwh_register_name(name: str) -> str:
+    """How Vitis HLS names register ``name`` of :func:`zynqflow.spec.engine.offsets` in the ``.hwh``:
+    CTRL, GIER, IP_IER, IP_ISR; a 64-bit argument ``wts`` as ``wts_1`` (low word) and its
+    ``wts_hi`` as ``wts_2``; the others (``status``, ``status_ctrl``, ...) as they are."""
+    if name in VITIS_CONTROL_NAMES:
+        return VITIS_CONTROL_NAMES[name]
+    if name in E.REG and E.REG[name].kind == "in64":
+        return f"{name}_1"
+    if name.endswith("_hi") and name[:-3] in E.REG and E.REG[name[:-3]].kind == "in64":
+        return f"{name[:-3]}_2"
+    return name
 
 
 def vitis_hwh_registers(offsets: dict[str, int]) -> dict:
     """``ip_dict[...]["registers"]`` as pynq reads it from the ``.hwh`` of a Vitis HLS IP with
-    these registers: the block-level ones named CTRL, GIER, IP_IER, IP_ISR, the others by
-    their argument names."""
-    return {VITIS_CONTROL_NAMES.get(n, n): dict(address_offset=int(o), size=32, access="read-write",
-                                                description=n, fields={})
+    these registers (:func:`hwh_register_name`)."""
+    return {hwh_register_name(n): dict(address_offset=int(o), size=32, access="read-write", description=n,
+                                       fields={})
             for n, o in offsets.items()}
 
 
 class SimOverlay:
-    """``pynq.Overlay`` look-alike around a ``zq_top`` DUT.
+    """``pynq.Overlay`` look-alike around a ``zq_top`` DUT, with the DDR behind it: the engine's
+    AXI4 masters ``m_axi_wts`` / ``m_axi_act`` on :class:`zynqflow.sim.ddr_model.Ddr` (the
+    HP-port latency model), the AXI DMA and ``allocate`` on the same memory.
+
+    ``engine``: ``"rtl"`` (the RTL twin) or ``"hls"`` (the Vitis export): which registers the
+    ``.hwh`` would list. ``alloc``: :class:`SimAllocator` options (``base``, ``align``,
+    ``forget_flush_bytes``).
 
     ``backpressure``: probability per cycle of a gap in the MM2S stream and of TREADY low
     on the S2MM stream while a transfer is posted (0 = none). ``faults``: DMA faults (module
@@ -690,10 +764,14 @@ class SimOverlay:
     def __init__(self, dut, period_ns: float = 10.0, backpressure: float = 0.0, seed: int = 1,
                  poll_cycles: int = 256, accel_name: str = "zq_top_0", dma_name: str = "axi_dma_0",
                  faults=(), registers: dict | None = None, interrupts: bool = True, clock=None,
-                 pynq_dma: bool = False):
+                 pynq_dma: bool = False, engine: str = "rtl", alloc: dict | None = None):
+        from zynqflow.sim.ddr_model import Ddr
+
         self.dut = dut
         clk, rst = dut.ap_clk, dut.ap_rst_n
         self._sim = _Sim(clk, period_ns)
+        self.engine = engine
+        self.ddr = Ddr(dut, clk, rst, get_sim_steps(period_ns, "ns"))
         self.axil = AxiLiteMaster(AxiLiteBus.from_prefix(dut, "s_axi_control"), clk, rst, reset_active_level=False)
         self.source = AxiStreamSource(AxiStreamBus.from_prefix(dut, "s_axis_in"), clk, rst, reset_active_level=False)
         self.sink = AxiStreamSink(AxiStreamBus.from_prefix(dut, "m_axis_out"), clk, rst, reset_active_level=False)
@@ -701,20 +779,22 @@ class SimOverlay:
             lg.setLevel("WARNING")
         self.sink.pause = True                       # no S2MM transfer posted yet
         self.mmio = SimMMIO(self._sim, self.axil)
-        self.allocate = SimAllocator()
+        self.allocate = SimAllocator(self.ddr.mem, **(alloc or {}))
         self.dma_model = SimAxiDma(self._sim, self.source, self.sink, self.allocate, dut.s_axis_in_TVALID,
                                    dut.s_axis_in_TREADY, faults=faults, poll_cycles=poll_cycles,
-                                   gen_driven=backpressure > 0)
+                                   gen_driven=backpressure > 0, tamper=self._tamper)
+        self.tampered: list[dict] = []
         self._dma = None
         self._dma_name, self.use_pynq_dma, self._interrupts = dma_name, pynq_dma, interrupts
-        self.clocks = SimClocks(self._sim, clock)
+        self.clocks = SimClocks(self._sim, clock, on_change=self._period_changed)
         self.clock_dict = {0: {"enable": 1, "frequency": round(1e3 / period_ns, 6)}}
         accel_irq = None
         if interrupts:
             accel_irq = SimInterrupt(self._sim, f"{accel_name}/interrupt", lambda: _high(dut.interrupt),
                                      lambda: RisingEdge(dut.interrupt))
         self.accel_irq = accel_irq
-        acc = dict(type=ACCEL_TYPE, phys_addr=0x4000_0000, addr_range=0x80, fullpath=accel_name,
+        acc = dict(type=ACCEL_TYPE, phys_addr=0x4000_0000, addr_range=1 << E.reg_addr_bits(engine),
+                   fullpath=accel_name,
                    parameters={}, interrupts={"interrupt": {"controller": "axi_intc_0", "index": 0}}
                    if interrupts else {})
         if registers is not None:
@@ -757,6 +837,22 @@ class SimOverlay:
         """The DMA driver if the driver has opened it."""
         return self._dma
 
+    def _period_changed(self, period_ns: float) -> None:
+        for port in (self.ddr.wts, self.ddr.act):      # the DDR latency is counted in clock periods
+            port.read._period = get_sim_steps(period_ns, "ns")
+
+    async def _tamper(self, fault: dict) -> None:
+        """Another agent between two frames (module docstring: Tampering)."""
+        off = E.offsets(self.engine)
+        if fault["kind"] == "wts_addr":
+            await self.axil.write_dword(off["wts"], int(fault["value"]) & 0xFFFFFFFF)
+        else:
+            wts = int(await self.axil.read_dword(off["wts"])) | int(await self.axil.read_dword(off["wts_hi"])) << 32
+            at = wts + 4 * [f.name for f in E.HEADER].index("net_id")
+            self.ddr.mem.write(at, bytes([self.ddr.mem.read(at, 1)[0] ^ 0xFF]))
+            await self.axil.write_dword(off["wts"], wts & 0xFFFFFFFF)    # as a stray writer would
+        self.tampered.append(dict(fault, t_ns=get_sim_time("ns")))
+
     def raw_mmio(self, name: str):
         """An MMIO over an IP's register space without building its driver (``pynq.MMIO``)."""
         if name == self._dma_name:
@@ -772,8 +868,10 @@ class SimOverlay:
         return self._sim.wall
 
     async def reset(self, cycles: int = 8):
-        """ap_rst_n low for ``cycles`` (what downloading the bitstream does to the PL)."""
+        """ap_rst_n low for ``cycles`` (what downloading the bitstream does to the PL): the engine
+        and the AXI DMA reset; the DDR keeps its contents."""
         self.dut.ap_rst_n.value = 0
+        self.dma_model.pl_reset()
         await ClockCycles(self.dut.ap_clk, cycles)
         self.dut.ap_rst_n.value = 1
         await ClockCycles(self.dut.ap_clk, 4)

@@ -4,25 +4,31 @@ Started by :func:`zynqflow.sim.rtl_host.run_job` with the cocotb runner (a
 Verilator build of :mod:`zynqflow.sim.rtl_sim`). The job comes from the JSON
 file ``$ZQ_HOST_JOB``::
 
-    {"export": "<dir>", "regmap": null, "backpressure": 0.0, "seed": 1, "timeout_s": null,
+    {"export": "<dir>", "engine": "rtl" | "hls", "backpressure": 0.0, "seed": 1, "timeout_s": null,
      "sim": {"faults": [...], "interrupts": true, "pynq_dma": false,
              "registers": "vitis" | "none" | {"<reg>": <offset in the .hwh>, ...},
-             "dma_state": "reset" | "error"},
+             "dma_state": "reset" | "error",
+             "alloc": {"base": <address>, "align": 4096, "forget_flush_bytes": <n>}},
      "driver": {"retries": 2, "recover": true, "fclk_mhz": null, "timing": null, "open_reset": true},
      "continue_on_error": false,
-     "steps": [{"op": "classify" | "stream" | "classify_async" | "stream_async", "frames": "<file.npy>"}, ...],
+     "steps": [{"op": "classify" | "stream" | "classify_async" | "stream_async", "frames": "<file.npy>"},
+               {"op": "pl_reset"}, ...],
      "result": "<result.json>", "arrays": "<result.npz>"}
 
-``sim``: the shim's options (:class:`~zynqflow.sim.sim_shim.SimOverlay`): DMA
-faults to inject; the interrupt lines wired or not; pynq's own DMA channel
+``engine``: the DUT (the RTL twin, or the Vitis HLS export). ``sim``: the
+shim's options (:class:`~zynqflow.sim.sim_shim.SimOverlay`): DMA faults and
+tampering to inject; the interrupt lines wired or not; pynq's own DMA channel
 driver (``pynq_dma``; importing pynq in the simulator process takes seconds)
 or, by default, the shim's port of it (the same register accesses, checks and
 messages; the tests run both); the registers the overlay reports as read
-from a ``.hwh`` (the Vitis HLS names of the register map, none, or the
-register map with some offsets changed); the DMA left halted with an error
-(as an earlier process can leave a board). ``driver``: the
-:class:`~zynqflow.host.driver.ZqDriver` options, and a PL clock to set
-(checked against ``timing``, a bitstream's ``.json``, as on the board).
+from a ``.hwh`` (the Vitis HLS names of the specification's register map of
+``engine``, none, or that map with some offsets changed); the DMA left halted
+with an error (as an earlier process can leave a board); where ``allocate``
+places buffers in the simulated DDR, and a buffer size whose ``flush()`` is
+forgotten. ``driver``: the :class:`~zynqflow.host.driver.ZqDriver` options,
+and a PL clock to set (checked against ``timing``, a bitstream's ``.json``, as
+on the board). A ``pl_reset`` step pulls ``ap_rst_n`` low between two calls
+(what reloading the bitstream does to the PL; the DDR keeps its contents).
 
 The driver (``ZqDriver``, exactly as on the board) runs in a
 ``cocotb.task.bridge`` thread; the shim turns each of its register and DMA
@@ -45,21 +51,24 @@ from pathlib import Path
 import cocotb
 import numpy as np
 from cocotb.clock import Clock
-from cocotb.task import bridge
+from cocotb.task import bridge, resume
 from cocotb.triggers import ClockCycles
 
 from zynqflow.host.board import open_driver
 from zynqflow.host.driver import DEFAULT_RETRIES
 from zynqflow.host.errors import HostError
-from zynqflow.host.manifest import Export, find_regmap
+from zynqflow.host.manifest import Export
 from zynqflow.sim.sim_shim import SimOverlay, _pynq_channel_class, vitis_hwh_registers
+from zynqflow.spec import engine as E
 
 CLK_NS = 10
-OPS = ("classify", "stream", "classify_async", "stream_async")
+OPS = ("classify", "stream", "classify_async", "stream_async", "pl_reset")
 
 
 def _error(e: BaseException) -> dict:
-    attrs = {k: v for k, v in vars(e).items() if isinstance(v, (int, float, str, bool, type(None)))}
+    scalar = (int, float, str, bool, type(None))
+    attrs = {k: (list(v) if isinstance(v, (list, tuple)) else v) for k, v in vars(e).items()
+             if isinstance(v, scalar) or isinstance(v, (list, tuple)) and all(isinstance(x, scalar) for x in v)}
     return dict(type=type(e).__name__, message=str(e), attrs=attrs)
 
 
@@ -68,17 +77,17 @@ async def host_job(dut):
     job = json.loads(Path(os.environ["ZQ_HOST_JOB"]).read_text())
     result_file, arrays_file = Path(job["result"]), Path(job["arrays"])
     export = Export(job["export"])
-    regmap = find_regmap(export, job.get("regmap"))
+    engine = job.get("engine", "rtl")
     sim, dopt = job.get("sim") or {}, job.get("driver") or {}
     clock = Clock(dut.ap_clk, CLK_NS, unit="ns", impl=os.environ.get("ZQ_CLOCK_IMPL", "gpi"))
     clock.start()
     regs = sim.get("registers", "vitis")
     registers = (None if regs in (None, "none") else
-                 vitis_hwh_registers({**regmap.offsets, **(regs if isinstance(regs, dict) else {})}))
+                 vitis_hwh_registers({**E.offsets(engine), **(regs if isinstance(regs, dict) else {})}))
     ol = SimOverlay(dut, period_ns=CLK_NS, backpressure=float(job.get("backpressure") or 0.0),
                     seed=int(job.get("seed", 1)), poll_cycles=int(os.environ.get("ZQ_POLL", job.get("poll_cycles", 256))),
                     faults=sim.get("faults") or (), registers=registers, interrupts=bool(sim.get("interrupts", True)),
-                    clock=clock, pynq_dma=bool(sim.get("pynq_dma", False)))
+                    clock=clock, pynq_dma=bool(sim.get("pynq_dma", False)), engine=engine, alloc=sim.get("alloc"))
     if ol.use_pynq_dma:
         _pynq_channel_class()        # import pynq before the driver's thread starts
     await ol.reset()
@@ -91,7 +100,7 @@ async def host_job(dut):
     def run() -> None:
         """The host program: runs in a bridge thread, exactly as on the board."""
         # the board's open sequence (clock, registers, DMA state) on the shim's objects
-        drv = open_driver(ol, export, regmap, allocate=ol.allocate, clocks=ol.clocks,
+        drv = open_driver(ol, export, allocate=ol.allocate, clocks=ol.clocks,
                           raw_mmio=ol.raw_mmio if dopt.get("open_reset", True) else None, clock=ol.now,
                           timing=dopt.get("timing"), fclk_mhz=dopt.get("fclk_mhz"),
                           source=f"RTL simulation of {export.network} ({job.get('build', 'zq_top')})",
@@ -100,11 +109,17 @@ async def host_job(dut):
                           outside_clock=ol.sim_wall_seconds, simulated=True)
         summary.update(fclk_mhz=drv.fclk_hz / 1e6, fclk_set=drv.clock_info)
         summary.update(open_reset=drv.open_reset, registers_checked=drv.registers_checked,
-                       has_interrupts=drv.has_interrupts)
+                       has_interrupts=drv.has_interrupts, ddr={k: v for k, v in drv.bases.items()})
         with drv:
             for i, step in enumerate(steps):
-                frames = np.load(step["frames"])
                 op = step["op"]
+                if op == "pl_reset":                 # ap_rst_n, as reloading the bitstream does
+                    resume(ol.reset)()
+                    summary["steps"].append(dict(op=op, frames=0, error=None))
+                    arrays[f"logits{i}"] = np.zeros((0, export.num_classes), np.int64)
+                    arrays[f"t_send{i}"] = arrays[f"t_done{i}"] = np.zeros(0)
+                    continue
+                frames = np.load(step["frames"])
                 t = time.perf_counter()
                 try:
                     if op.endswith("_async"):
@@ -123,12 +138,16 @@ async def host_job(dut):
                 arrays[f"t_send{i}"] = st.t_send
                 arrays[f"t_done{i}"] = st.t_done
                 summary["steps"].append(dict(op=op, frames=len(st.logits), sim_seconds=st.seconds,
-                                             wall_seconds=wall, cycles_last=st.cycles_last,
+                                             wall_seconds=wall, cycles_last=st.cycles_last, engine=st.engine,
+                                             dram_rd_bytes=st.dram_rd_bytes, dram_wr_bytes=st.dram_wr_bytes,
+                                             dram_stall_cycles=st.dram_stall_cycles,
                                              frames_done=st.frames_done, registers=st.registers, host=st.host,
                                              recoveries=st.recoveries, mm2s_transfers=st.mm2s_transfers,
                                              s2mm_transfers=st.s2mm_transfers, interrupts=st.interrupts,
                                              error=None))
-            summary.update(net_id=drv.hw_id, id_probed=drv.id_probed)
+            summary.update(net_id=drv.hw_id, id_probed=drv.id_probed, engine=drv.engine,
+                           engine_from=drv.engine_from, weight_loads=drv.weight_loads,
+                           bases_rewritten=drv.bases_rewritten)
 
     t0 = time.perf_counter()
     try:
@@ -157,7 +176,9 @@ async def host_job(dut):
             dma=dict(channel_class=dma.channel_class if dma else None, resets=m.resets,
                      mm2s_errors=m.mm2s.errors, s2mm_errors=m.s2mm.errors,
                      ignored_writes=m.mm2s.ignored_writes + m.s2mm.ignored_writes),
-            interrupts=irqs, mmio_reads=ol.mmio.reads, mmio_writes=ol.mmio.writes,
+            interrupts=irqs, mmio_reads=ol.mmio.reads, mmio_writes=ol.mmio.writes, tampered=ol.tampered,
+            ddr_bytes=dict(wts_rd=ol.ddr.wts.read.bytes, act_rd=ol.ddr.act.read.bytes,
+                           act_wr=ol.ddr.act.write.bytes),
             sim_wall_seconds=ol.sim_wall_seconds(), sim_time_ns=cocotb.utils.get_sim_time("ns"))
         np.savez(arrays_file, **arrays)
         result_file.write_text(json.dumps(summary, indent=1, default=lambda o: o.tolist() if hasattr(o, "tolist")
