@@ -1,5 +1,5 @@
 """The command line: option values, the default export from any directory,
---no-download, the XILINX_XRT hint and --preprocess."""
+--no-download, --fclk-mhz and --retries, the XILINX_XRT hint and --preprocess."""
 
 from __future__ import annotations
 
@@ -53,6 +53,9 @@ def clean_env(monkeypatch, tmp_path):
     (["benchmark", "--frames", "2.5"], "--frames", "'2.5' is not an integer"),
     (["info", "--timeout", "inf"], "--timeout", "'inf' is not a finite number"),
     (["classify", "x.png", "--preprocess", "zoom"], "--preprocess", "invalid choice: 'zoom'"),
+    (["stream", "d", "--fclk-mhz", "0"], "--fclk-mhz", "must be a clock in MHz > 0, got 0"),
+    (["benchmark", "--fclk-mhz", "fast"], "--fclk-mhz", "'fast' is not a number"),
+    (["classify", "x.png", "--retries", "-1"], "--retries", "must be 0 or more, got -1"),
 ])
 def test_bad_option_values_name_the_flag(args, flag, text, tiny, capsys):
     with pytest.raises(SystemExit) as e:
@@ -153,14 +156,46 @@ def _fake_board(monkeypatch, error: str):
     return calls
 
 
-def test_no_download_reaches_the_pynq_backend(tiny, monkeypatch, capsys):
+def test_no_download_fclk_retries_reach_the_pynq_backend(tiny, monkeypatch, capsys):
     calls = _fake_board(monkeypatch, "stop here")
     args = ["info", "--export", str(tiny)]
     assert cli.main(["benchmark", "--backend", "pynq", "--export", str(tiny), "--no-download"]) == 2
-    assert cli.main(["benchmark", "--backend", "pynq", "--export", str(tiny), "--timeout", "2.5"]) == 2
+    assert cli.main(["benchmark", "--backend", "pynq", "--export", str(tiny), "--timeout", "2.5",
+                     "--fclk-mhz", "50", "--retries", "0"]) == 2
     assert [c["download"] for c in calls] == [False, True] and calls[1]["timeout_s"] == 2.5
+    assert "fclk_mhz" not in calls[0] or calls[0]["fclk_mhz"] is None
+    assert calls[1]["fclk_mhz"] == 50.0 and calls[1]["retries"] == 0
     assert "stop here" in capsys.readouterr().err
     assert cli.main(args) == 0
+
+
+def test_fclk_retries_reach_the_rtl_backend(tiny, monkeypatch):
+    """--fclk-mhz and --retries become the rtl backend's driver options (the same driver as the board's)."""
+    import zynqflow.host.accelerator as A
+
+    made = []
+
+    def make_backend(name, export, **opts):
+        made.append((name, opts))
+        raise BackendError("stop here")
+    monkeypatch.setattr(A, "make_backend", make_backend)
+    assert cli.main(["stream", str(tiny), "--backend", "rtl", "--export", str(tiny), "--fclk-mhz", "62.5",
+                     "--retries", "5"]) == 2
+    assert made == [("rtl", dict(timeout_s=None, backpressure=0.0, fclk_mhz=62.5, retries=5))]
+
+
+def test_figure_lines_say_measured_or_modelled():
+    from zynqflow.host.cli import figure_lines
+
+    s = dict(backend="rtl", cycles_per_frame=1000, fps_at_100MHz=1e5, cycles_from="measured (RTL twin), RTL simulation",
+             dram_rd_bytes_per_frame=4096, dram_wr_bytes_per_frame=512, dram_from="measured (RTL twin)")
+    lines = figure_lines(s)
+    assert lines == ["cycles per frame 1000 -> 100000.0 frames/s at 100 MHz [measured (RTL twin), RTL simulation]",
+                     "DRAM per frame: 4096 bytes read, 512 bytes written [measured (RTL twin)]"]
+    s.update(cycles_from="modelled (manifest cycles_model)", dram_rd_bytes_per_frame=None)
+    assert figure_lines(s) == ["cycles per frame 1000 -> 100000.0 frames/s at 100 MHz [modelled (manifest "
+                               "cycles_model)]"]
+    assert figure_lines(dict(backend="golden")) == []
 
 
 def test_no_devices_found_names_xilinx_xrt(tiny, tmp_path, monkeypatch, capsys):

@@ -1,8 +1,9 @@
 """Host package (zynqflow.host): backends, preprocessing, driver safety, CLI.
 
 The driver's safety checks run against fakes of the PYNQ objects (an MMIO
-whose net_id is wrong, a DMA that never completes); the end-to-end runs
-through the RTL simulation are in tests/test_host_rtl.py.
+whose net_id is wrong, a DMA that never completes, an allocator that returns
+unusable addresses); the end-to-end runs through the RTL simulation are in
+tests/test_host_rtl.py and tests/test_host_board.py.
 """
 
 from __future__ import annotations
@@ -18,11 +19,12 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from zynqflow.host import (Accelerator, AcceleratorError, AcceleratorTimeout, BackendError, ExportFilesError,
-                           NetworkIdMismatch, PreprocessError)
+from zynqflow.host import (Accelerator, AcceleratorError, AcceleratorTimeout, BackendError, DdrBufferError,
+                           EngineMismatch, ExportFilesError, NetworkIdMismatch, PreprocessError, WeightImageError)
 from zynqflow.host import cli
-from zynqflow.host.driver import ZqDriver, percentiles
-from zynqflow.host.manifest import REPO, Export, RegMap, find_regmap
+from zynqflow.host.driver import RegMap, ZqDriver, percentiles
+from zynqflow.host.manifest import REPO, Export
+from zynqflow.spec import engine as E
 from zynqflow.host.preprocess import expand_inputs, to_frame, to_frames
 from zynqflow.model.data import pad_to
 from zynqflow.spec.golden import golden_logits
@@ -39,7 +41,7 @@ def tiny() -> Path:
 
 @pytest.fixture(scope="session")
 def mini() -> Path:
-    return exports.random_export("zynqnet-mini", seed=0, vectors=4)
+    return exports.random_export("zynqnet-mini", seed=0, vectors=16)
 
 
 def _frames(shape, n, seed):
@@ -177,35 +179,54 @@ def test_unknown_backend_and_missing_files(tiny, tmp_path):
     shutil.copytree(tiny, part)
     (part / "integers.npz").unlink()
     (part / "net_params.h").unlink()
+    (part / "rtl_params.svh").unlink()
     with pytest.raises(ExportFilesError, match=r"golden backend needs .*integers.npz"):
         Accelerator(part, backend="golden")
     with pytest.raises(ExportFilesError, match=r"csim backend needs .*net_params.h"):
         Accelerator(part, backend="csim")
-    with pytest.raises(ExportFilesError, match=r"rtl backend needs .*net_params.h.*integers.npz"):
+    with pytest.raises(ExportFilesError, match=r"rtl backend needs .*rtl_params.svh.*integers.npz"):
         Accelerator(part, backend="rtl")
     with pytest.raises(ExportFilesError, match=r"no bitstream for zynqnet-tiny.*zynqnet-tiny_pynq-z2.bit"):
         Accelerator(part, backend="pynq")
     (part / "zynqnet-tiny_pynq-z2.bit").write_bytes(b"\0")
     with pytest.raises(ExportFilesError, match=r"zynqnet-tiny_pynq-z2.hwh"):
         Accelerator(part, backend="pynq")
+    old = json.loads((part / "manifest.json").read_text())
+    (part / "manifest.json").write_text(json.dumps(dict(old, format_version=1)))
+    with pytest.raises(ExportFilesError, match=r"format_version 1, this host reads 2 .*re-export"):
+        Export(part)
+    (part / "manifest.json").write_text(json.dumps(dict(old, spec_version=1)))
+    with pytest.raises(ExportFilesError, match=r"engine specification version 1, this host implements version 2"):
+        Export(part)
     (part / "manifest.json").write_text("{}")
     with pytest.raises(ExportFilesError, match="not a zynqflow manifest"):
         Export(part)
-    with pytest.raises(ExportFilesError, match="no register map"):
-        find_regmap(Export(tiny), tmp_path / "none.json")
 
 
 # ---- the driver against fake PYNQ objects ------------------------------------------------
 class FakeMMIO:
-    def __init__(self, regmap: RegMap, net_id: int, status: int = 0, latch_on_start: bool = False):
-        self.rm, self.regs, self.log = regmap, {o: 0 for o in regmap.offsets.values()}, []
-        self.regs[regmap["status"]] = status
-        self.regs[regmap["frames_done"]] = 3
-        self.regs[regmap["cycles_last"]] = 1234
-        self.regs[regmap["AP_CTRL"]] = regmap.mask("ap_idle")
-        self.net_id, self.latch = net_id, latch_on_start
+    """The engine's registers (the RTL twin's map, or the HLS engine's with ``engine="hls"``):
+    net_id, build_params and engine_info as the manifest's (or as given), written at ap_start
+    when ``latch_on_start`` (as the RTL twin does), else present from the beginning."""
+
+    def __init__(self, ex: Export, net_id: int, status: int = 0, latch_on_start: bool = False,
+                 engine: str = "rtl", build_params: int | None = None, engine_info: int | None = None):
+        self.rm = RegMap(engine)
+        self.regs, self.log = {o: 0 for o in E.offsets("rtl").values()}, []
+        self.regs[self.rm["status"]] = status
+        self.regs[self.rm["frames_done"]] = 3
+        if engine == "rtl":
+            self.regs[self.rm["cycles_last"]] = 1234
+        self.regs[self.rm["AP_CTRL"]] = self.rm.mask("ap_idle")
+        self.ids = {"net_id": net_id, "build_params": ex.build_params if build_params is None else build_params,
+                    "engine_info": ex.engine_info[engine] if engine_info is None else engine_info}
+        self.latch = latch_on_start
         if not latch_on_start:
-            self.regs[regmap["net_id"]] = net_id
+            self._publish()
+
+    def _publish(self):
+        for k, v in self.ids.items():
+            self.regs[self.rm[k]] = v
 
     def read(self, off, length=4):
         self.log.append(("r", off))
@@ -217,25 +238,46 @@ class FakeMMIO:
             if value & self.rm.mask("ap_start"):
                 self.regs[off] = (self.regs[off] | self.rm.mask("ap_start")) & ~self.rm.mask("ap_idle")
                 if self.latch:
-                    self.regs[self.rm["net_id"]] = self.net_id
+                    self._publish()
             self.regs[off] = (self.regs[off] & ~self.rm.mask("auto_restart")) | (value & self.rm.mask("auto_restart"))
+        elif off in (self.rm["wts"], self.rm["wts_hi"], self.rm["act"], self.rm["act_hi"]):
+            self.regs[off] = value
+
+    def writes_to(self, *names):
+        offs = {self.rm[n] for n in names}
+        return [w for w in self.log if w[0] == "w" and w[1] in offs]
 
 
 class FakeBuffer(np.ndarray):
     physical_address = 0x1000_0000
+    flushed = None
 
     def flush(self):
-        pass
+        self.flushed = self.tobytes()
 
     def invalidate(self):
         pass
 
     def freebuffer(self):
-        pass
+        self.freed = True
+
+
+class FakeAllocator:
+    """pynq.allocate: buffers from ``base`` up, each on an ``align`` boundary."""
+
+    def __init__(self, base=0x1000_0000, align=0x1000):
+        self.next, self.align, self.buffers = base, align, []
+
+    def __call__(self, shape, dtype=np.uint32, **kw):
+        b = np.zeros(shape, dtype).view(FakeBuffer)
+        b.physical_address = self.next
+        self.next += -(-max(b.nbytes, 1) // self.align) * self.align
+        self.buffers.append(b)
+        return b
 
 
 def fake_allocate(shape, dtype=np.uint32, **kw):
-    return np.zeros(shape, dtype).view(FakeBuffer)
+    return FakeAllocator()(shape, dtype)
 
 
 class FakeChannel:
@@ -260,10 +302,12 @@ class FakeChannel:
 
 
 class FakeOverlay:
-    def __init__(self, mmio):
+    def __init__(self, mmio, registers=None):
         self.ip_dict = {"zq_top_0": {"type": "zynqflow.org:hls:zq_top:1.0"},
                         "axi_dma_0": {"type": "xilinx.com:ip:axi_dma:7.1"},
                         "processing_system7_0": {"type": "xilinx.com:ip:processing_system7:5.5"}}
+        if registers is not None:
+            self.ip_dict["zq_top_0"]["registers"] = registers
         self.zq_top_0 = type("IP", (), {"mmio": mmio})()
         self.axi_dma_0 = type("DMA", (), {"sendchannel": FakeChannel(), "recvchannel": FakeChannel()})()
 
@@ -277,18 +321,17 @@ class FakeClock:
         return self.t
 
 
-def _driver(ex, mmio, **kw):
-    rm = find_regmap(ex)
-    ol = FakeOverlay(mmio)
-    return ZqDriver(ol, fake_allocate, ex, rm, clock=FakeClock(), source="bitstream /tmp/fake.bit", **kw), ol
+def _driver(ex, mmio, allocate=None, registers=None, **kw):
+    ol = FakeOverlay(mmio, registers)
+    return ZqDriver(ol, allocate or FakeAllocator(), ex, clock=FakeClock(), source="bitstream /tmp/fake.bit", **kw), ol
 
 
 def test_network_id_mismatch_before_any_frame(tiny):
     ex = Export(tiny)
-    rm = find_regmap(ex)
+    rm = RegMap("rtl")
     frames = ex.vectors()[0][:2]
     for mode in ("classify", "stream"):
-        mmio = FakeMMIO(rm, net_id=0xDEADBEEF)
+        mmio = FakeMMIO(ex, net_id=0xDEADBEEF)
         drv, ol = _driver(ex, mmio)
         with pytest.raises(NetworkIdMismatch) as e:
             getattr(drv, mode)(frames)
@@ -296,9 +339,9 @@ def test_network_id_mismatch_before_any_frame(tiny):
         assert "0xdeadbeef" in msg and f"0x{ex.network_id:08x}" in msg
         assert str(ex.manifest_path) in msg and "/tmp/fake.bit" in msg
         assert ol.axi_dma_0.sendchannel.transfers == [] and ol.axi_dma_0.recvchannel.transfers == []
-        assert not any(w[0] == "w" and w[2] & rm.mask("auto_restart") for w in mmio.log if w[0] == "w")
+        assert not any(w[2] & rm.mask("auto_restart") for w in mmio.writes_to("AP_CTRL"))
     # net_id latched at ap_start (the RTL): read 0, start, read the real ID, still no frame
-    mmio = FakeMMIO(rm, net_id=0x12345678, latch_on_start=True)
+    mmio = FakeMMIO(ex, net_id=0x12345678, latch_on_start=True)
     drv, ol = _driver(ex, mmio)
     with pytest.raises(NetworkIdMismatch, match="0x12345678"):
         drv.classify(frames)
@@ -306,7 +349,7 @@ def test_network_id_mismatch_before_any_frame(tiny):
     # an engine that only publishes net_id with a frame's results (the HLS one) gets a one-beat
     # probe frame, answered with an error frame; then the ID is checked
     for hls_id, ok in ((ex.network_id, True), (0x0BADF00D, False)):
-        mmio = FakeMMIO(rm, net_id=0, latch_on_start=True)
+        mmio = FakeMMIO(ex, net_id=0, latch_on_start=True, engine="hls")
         drv, ol = _driver(ex, mmio)
         send, recv = ol.axi_dma_0.sendchannel, ol.axi_dma_0.recvchannel
 
@@ -314,19 +357,21 @@ def test_network_id_mismatch_before_any_frame(tiny):
             def transfer(buf, start=0, nbytes=0):
                 ch.transfers.append(bytes(np.asarray(buf).tobytes()))
                 if publish:
-                    mmio.regs[rm["net_id"]] = hls_id
+                    mmio.ids["net_id"] = hls_id
+                    mmio._publish()
             return transfer
         send.transfer = done_transfer(send, publish=True)
         recv.transfer = done_transfer(recv)
         send.wait = recv.wait = lambda: None
         if ok:
             assert drv.check_network_id() == ex.network_id and drv.id_probed
+            assert drv.engine == "hls" and drv.engine_from == "engine_info" and drv.rd_optional("cycles_last") is None
         else:
             with pytest.raises(NetworkIdMismatch, match="0x0badf00d"):
                 drv.check_network_id()
         assert [len(t) for t in send.transfers] == [4] and [len(t) for t in recv.transfers] == [4 * ex.num_classes]
     # ... and a probe that never comes back times out with the registers
-    mmio = FakeMMIO(rm, net_id=0, latch_on_start=True)
+    mmio = FakeMMIO(ex, net_id=0, latch_on_start=True)
     drv, ol = _driver(ex, mmio, timeout_s=0.05)
     with pytest.raises(AcceleratorTimeout, match="network-ID probe"):
         drv.classify(frames)
@@ -335,32 +380,154 @@ def test_network_id_mismatch_before_any_frame(tiny):
 
 def test_dma_timeout_reports_status(tiny):
     ex = Export(tiny)
-    rm = find_regmap(ex)
     for mode in ("classify", "stream"):
-        mmio = FakeMMIO(rm, net_id=ex.network_id, status=0x00020001)
+        mmio = FakeMMIO(ex, net_id=ex.network_id, status=0x00020001)
         drv, ol = _driver(ex, mmio, timeout_s=0.2)
         with pytest.raises(AcceleratorTimeout) as e:
             getattr(drv, mode)(ex.vectors()[0][:3])
         msg = str(e.value)
         assert "MM2S (input) transfer of frame 0" in msg and "within 0.2 s" in msg
-        assert "status=0x00020001 (short frame, 2 error frames)" in msg
+        assert "status=0x00020001 (short_frame, 2 error frames)" in msg
         assert "AP_CTRL=0x" in msg and "ap_start" in msg and "frames_done=3" in msg and "cycles_last=1234" in msg
         assert len(ol.axi_dma_0.sendchannel.transfers) == 1       # frame 0 only, then the deadline
     # a DMA error is reported as such, with the registers
-    mmio = FakeMMIO(rm, net_id=ex.network_id, status=2)
+    mmio = FakeMMIO(ex, net_id=ex.network_id, status=2)
     drv, ol = _driver(ex, mmio, timeout_s=10)
     ol.axi_dma_0.sendchannel.error = True
-    with pytest.raises(AcceleratorError, match=r"DMA MM2S \(input\) error at frame 0.*status=0x00000002 \(long frame\)"):
+    with pytest.raises(AcceleratorError, match=r"DMA MM2S \(input\) error at frame 0.*status=0x00000002 \(long_frame\)"):
         drv.stream(ex.vectors()[0][:3])
 
 
 def test_driver_rejects_bad_frames(tiny):
     ex = Export(tiny)
-    drv, _ = _driver(ex, FakeMMIO(find_regmap(ex), ex.network_id))
+    drv, _ = _driver(ex, FakeMMIO(ex, ex.network_id))
     with pytest.raises(TypeError, match="uint8"):
         drv.classify(np.zeros((1,) + ex.input_shape, np.float32))
     with pytest.raises(ValueError, match="HWC"):
         drv.classify(np.zeros((1, 8, 8, 1), np.uint8))
+
+
+# ---- the open sequence: weight image, DDR buffers, engine build -------------------------------
+def test_open_loads_the_weight_image_into_ddr(tiny):
+    """On open: the weight image (weights.bin) into an allocated buffer, flushed, then wts/act
+    written (low word, high word); the engine's registers are compared with the buffers' addresses
+    before every call and rewritten only when it lost them (a PL reset)."""
+    ex = Export(tiny)
+    mmio, alloc = FakeMMIO(ex, ex.network_id), FakeAllocator(base=0x1234_0000)
+    drv, _ = _driver(ex, mmio, alloc)
+    wbuf = alloc.buffers[0]
+    image = (Path(tiny) / "weights.bin").read_bytes()
+    assert wbuf.nbytes == ex.weight_image_bytes == len(image) and wbuf.flushed == image
+    assert ex.scratch_bytes == 0 and len(alloc.buffers) == 1              # no scratch area: act = wts, unused
+    assert drv.bases == dict(wts=0x1234_0000, act=0x1234_0000) and drv.weight_loads == 1
+    assert [(w[1], w[2]) for w in mmio.writes_to("wts", "wts_hi", "act", "act_hi")] == [
+        (0x10, 0x1234_0000), (0x14, 0), (0x1C, 0x1234_0000), (0x20, 0)]
+    assert drv._ensure_bases() == [] and len(mmio.writes_to("wts")) == 1   # held: nothing rewritten
+    mmio.regs[mmio.rm["wts"]] = 0                                          # a PL reset clears them
+    assert drv._ensure_bases() == ["wts"] and drv.bases_rewritten == 1
+    assert mmio.regs[mmio.rm["wts"]] == 0x1234_0000 and len(mmio.writes_to("act")) == 1
+    drv.close()
+    assert getattr(wbuf, "freed", False)
+
+
+def test_weights_bin_checked_before_the_board_is_touched(tiny, tmp_path, monkeypatch, capsys):
+    """A weights.bin that does not belong to the manifest: WeightImageError naming the file and the
+    header field, from Export, from open_board before pynq.Overlay is called, and from the CLI (exit 2)."""
+    import zynqflow.host.board as board
+
+    part = tmp_path / "ex"
+    shutil.copytree(tiny, part)
+    good = (part / "weights.bin").read_bytes()
+    wb = part / "weights.bin"
+
+    def patched(at: int, value: int) -> bytes:
+        b = bytearray(good)
+        b[at:at + 4] = value.to_bytes(4, "little")
+        return bytes(b)
+
+    ex = Export(part)
+    cases = [(patched(0, 0x12345678), r"header field magic is 0x12345678.*'ZQW1'"),
+             (patched(4, 7), r"header field spec_version is 7, this host's engine specification"),
+             (patched(8, ex.network_id ^ 1), rf"header field net_id is 0x{ex.network_id ^ 1:08x}, .*manifest.json "
+                                              rf"\(network_id_int\) says 0x{ex.network_id:08x}"),
+             (patched(12, 64), r"header field word_bytes is 64, .*\(engine.word_bytes = N_PE x N_CI\) says 128"),
+             (patched(16, ex.weight_words + 1), r"header field n_words is"),
+             (good[:-128], r"bytes, its header says 3840"),
+             (b"ZQ", r"shorter than the 24-byte weight image header")]
+    for data, pattern in cases:
+        wb.write_bytes(data)
+        with pytest.raises(WeightImageError, match=pattern) as e:
+            Export(part).weight_image()
+        assert str(wb) in str(e.value)
+    wb.unlink()
+    with pytest.raises(WeightImageError, match=r"weights.bin: no weight image"):
+        Export(part).weight_image()
+    # open_board: refused before the bitstream is loaded
+    wb.write_bytes(patched(8, ex.network_id ^ 1))
+    (part / "zynqnet-tiny_pynq-z2.bit").write_bytes(b"\0")
+    (part / "zynqnet-tiny_pynq-z2.hwh").write_text("<hwh/>")
+    loads = []
+    monkeypatch.setattr(board, "load_overlay", lambda *a, **k: loads.append(a))
+    with pytest.raises(WeightImageError, match="header field net_id"):
+        board.open_board(Export(part))
+    assert loads == []
+    rc = cli.main(["info", "--export", str(part), "--json"])
+    info = json.loads(capsys.readouterr().out)
+    assert rc == 0 and info["backends"]["pynq"].startswith(f"unavailable: {wb}: header field net_id")
+    assert cli.main(["classify", str(tmp_path / "x.png"), "--export", str(part), "--backend", "pynq"]) == 2
+    assert f"{wb}: header field net_id" in capsys.readouterr().err
+    # the driver checks it too (before any register access)
+    mmio = FakeMMIO(ex, ex.network_id)
+    with pytest.raises(WeightImageError):
+        _driver(Export(part), mmio)
+    assert mmio.log == []
+
+
+@pytest.mark.parametrize("base,align,what", [
+    (0x1000_0100, 0x100, "is not 4096-byte aligned"),
+    (E.DDR_WINDOW_BYTES, 0x1000, "past the engine's DDR window (0x0 .. 0x20000000, 512 MiB)"),
+])
+def test_ddr_buffer_outside_what_the_engine_takes(tiny, base, align, what):
+    """allocate() returns a buffer the engine would refuse (status address_range): a clear error
+    naming the buffer, its address and the rule, before any register is written; the buffer freed."""
+    ex = Export(tiny)
+    mmio, alloc = FakeMMIO(ex, ex.network_id), FakeAllocator(base=base, align=align)
+    with pytest.raises(DdrBufferError) as e:
+        _driver(ex, mmio, alloc)
+    msg = str(e.value)
+    assert f"weight image (m_axi_wts) buffer ({ex.weight_image_bytes} bytes)" in msg and f"0x{base:08x}" in msg
+    assert what in msg and "address_range" in msg and "/tmp/fake.bit" in msg
+    assert mmio.log == [] and all(getattr(b, "freed", False) for b in alloc.buffers)
+
+
+def test_engine_build_differs_from_the_manifest(tiny):
+    """Same network ID, another engine build (N_PE x N_CI, spec version, weight cache): EngineMismatch
+    with both sides decoded; no frame sent. engine_info bit rtl_twin chooses the register map."""
+    ex = Export(tiny)
+    bp = E.build_params(32, 8, 8, 8)
+    mmio = FakeMMIO(ex, ex.network_id, build_params=bp)
+    drv, ol = _driver(ex, mmio)
+    with pytest.raises(EngineMismatch) as e:
+        drv.classify(ex.vectors()[0][:1])
+    msg = str(e.value)
+    assert f"build_params 0x{bp:08x} (n_pe=32, n_ci=8" in msg and "the manifest" in msg and "(n_pe=16, n_ci=8" in msg
+    assert str(ex.manifest_path) in msg and "no frame was sent" in msg
+    assert ol.axi_dma_0.sendchannel.transfers == []
+    other = E.engine_info(rtl_twin=True, weight_cache=False, ddr_tensors=False)
+    drv, _ = _driver(ex, FakeMMIO(ex, ex.network_id, engine_info=other))
+    with pytest.raises(EngineMismatch, match=r"engine_info 0x00000102 \(spec_version=2, rtl_twin=True, "
+                                             r"weight_cache=False.*the manifest 0x00000302"):
+        drv.check_network_id()
+    drv, _ = _driver(ex, FakeMMIO(ex, ex.network_id, engine_info=0x301))
+    with pytest.raises(EngineMismatch, match=r"specification version 1 \(engine_info=0x00000301\), this host "
+                                             r"version 2"):
+        drv.check_network_id()
+    # the .hwh lists the HLS engine's registers, engine_info says the RTL twin: the RTL map
+    from zynqflow.sim.sim_shim import vitis_hwh_registers
+
+    drv, _ = _driver(ex, FakeMMIO(ex, ex.network_id), registers=vitis_hwh_registers(E.offsets("hls")))
+    assert drv.engine == "hls" and drv.engine_from == "the .hwh" and drv.rd_optional("cycles_last") is None
+    assert drv.check_network_id() == ex.network_id and drv.engine == "rtl" and drv.rd_optional("cycles_last") == 1234
 
 
 # ---- command line ----------------------------------------------------------------------
@@ -428,11 +595,18 @@ def test_console_script_and_module(tiny, tmp_path):
         assert f"z.png: {gold} (" in r.stdout
 
 
-def test_regmap_is_the_rtl_one():
-    rm = RegMap(REPO / "rtl" / "regmap.json")
-    raw = json.loads((REPO / "rtl" / "regmap.json").read_text())
-    assert rm["net_id"] == next(r["offset"] for r in raw["registers"] if r["name"] == "net_id")
-    assert rm.mask("ap_start", "auto_restart") == 0x81 and rm.decode_ctrl(0x4).endswith("(ap_idle)")
+def test_regmap_is_the_engine_specification():
+    """The driver's register map is spec.engine's: the RTL twin's has the measured registers, the
+    HLS engine's only the shared ones (at the same offsets); 64-bit registers as two words."""
+    rtl, hls = RegMap("rtl"), RegMap("hls")
+    assert rtl.offsets == E.offsets("rtl") and hls.offsets == E.offsets("hls")
+    assert rtl["net_id"] == hls["net_id"] == E.REG["net_id"].offset
+    assert (rtl["wts"], rtl["wts_hi"], rtl["act"], rtl["act_hi"]) == (0x10, 0x14, 0x1C, 0x20)
+    assert "cycles_last" in rtl and "cycles_last" not in hls and "dram_rd_bytes" not in hls
+    assert all(rtl[n] == o for n, o in hls.offsets.items())
+    assert rtl.mask("ap_start", "auto_restart") == 0x81 and rtl.decode_ctrl(0x4).endswith("(ap_idle)")
+    with pytest.raises(ValueError, match="'hls'.*'rtl'"):
+        RegMap("vitis")
 
 
 # ---- board scripts (no Vivado, no board here: their checks and the staged tree) -----------
@@ -469,9 +643,11 @@ def test_deploy_script_checks_and_stages(tiny, tmp_path):
     r = _sh([deploy, "BOARD=pynq.invalid", *common, f"STAGE_DIR={stage}"])
     assert r.returncode == 0, r.stderr
     for f in ["zynqnet-tiny/manifest.json", "zynqnet-tiny/zynqnet-tiny_pynq-z2.bit", "zynqnet-tiny/zynqnet-tiny_pynq-z2.hwh",
-              "zynqnet-tiny/regmap.json", "zynqnet-tiny/integers.npz", "lib/zynqflow/host/driver.py",
-              "lib/zynqflow/host/cli.py", "lib/zynqflow/spec/golden.py", "zynqflow"]:
+              "zynqnet-tiny/weights.bin", "zynqnet-tiny/integers.npz", "lib/zynqflow/host/driver.py",
+              "lib/zynqflow/host/cli.py", "lib/zynqflow/spec/golden.py", "lib/zynqflow/spec/engine.py", "zynqflow"]:
         assert (stage / f).is_file(), f
+    assert (stage / "zynqnet-tiny" / "weights.bin").read_bytes() == (Path(tiny) / "weights.bin").read_bytes()
+    assert not (stage / "zynqnet-tiny" / "regmap.json").exists()
     assert "ssh" in r.stdout and "pynq.invalid" in r.stdout
     if os.geteuid() == 0:   # the wrapper would sudo otherwise
         Image.fromarray(np.zeros((16, 16), np.uint8)).save(tmp_path / "z.png")
@@ -515,7 +691,7 @@ def test_block_design_tcl_with_mock_vivado(tmp_path, board_files):
                  "connect_bd_intf_net axi_dma_0/M_AXIS_MM2S zq_top_0/s_axis_in",
                  "connect_bd_intf_net zq_top_0/m_axis_out axi_dma_0/S_AXIS_S2MM",
                  "connect_bd_intf_net ctrl_ic/M00_AXI zq_top_0/s_axi_control",
-                 "connect_bd_intf_net mem_sc/M00_AXI ps7/S_AXI_HP0",
+                 "connect_bd_intf_net mem_sc/M00_AXI ps7/S_AXI_HP1",
                  "connect_bd_net zq_top_0/interrupt irq_concat/In0",
                  "connect_bd_net axi_dma_0/s2mm_introut irq_concat/In2",
                  # interrupts behind an axi_intc on GP0, where pynq finds them (as base.tcl)
@@ -523,7 +699,7 @@ def test_block_design_tcl_with_mock_vivado(tmp_path, board_files):
                  "connect_bd_intf_net ctrl_ic/M02_AXI axi_intc_0/s_axi", "CONFIG.NUM_MI 3",
                  "connect_bd_net ps7/FCLK_CLK0 axi_intc_0/s_axi_aclk",
                  "connect_bd_net ps7/FCLK_CLK0 zq_top_0/ap_clk", "CONFIG.c_include_sg 0",
-                 "CONFIG.PCW_FPGA0_PERIPHERAL_FREQMHZ 100", "CONFIG.PCW_USE_S_AXI_HP0 1",
+                 "CONFIG.PCW_FPGA0_PERIPHERAL_FREQMHZ 100", "CONFIG.PCW_USE_S_AXI_HP0 1", "CONFIG.PCW_USE_S_AXI_HP2 1",
                  "launch_runs impl_1 -to_step write_bitstream", "EXIT 0"]:
         assert line in log, line
     assert "connect_bd_net irq_concat/dout ps7/IRQ_F2P" not in log       # PYNQ could not discover it

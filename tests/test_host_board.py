@@ -2,7 +2,8 @@
 hardware does (zynqflow.sim.sim_shim: pynq's own DMA channel driver on a PG021 register
 model of the AXI DMA, the RTL of the engine under Verilator):
 
-* register offsets compared with the ``.hwh`` on open;
+* register offsets (the engine specification's) compared with the ``.hwh`` on open;
+* the weight image and the DDR buffers checked on open, before any register access;
 * the AXI DMA after an error (halted until a soft reset) and after a timeout (busy):
   pynq's RuntimeErrors, as host errors; a DMA left in error by an earlier process;
 * interrupts (axi_intc in board/pynq_z2.tcl; the driver's asyncio methods);
@@ -17,6 +18,7 @@ import importlib.util
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -25,11 +27,13 @@ import numpy as np
 import pytest
 
 from zynqflow.export import fixtures as exports
-from zynqflow.host import ClockError, RegisterMapMismatch
+from zynqflow.host import ClockError, DdrBufferError, RegisterMapMismatch, WeightImageError
+from zynqflow.host.accelerator import driver_info
 from zynqflow.host.board import configure_fclk, max_fclk_mhz
-from zynqflow.host.driver import check_register_offsets, decode_dmasr, throughput
+from zynqflow.host.driver import RegMap, check_register_offsets, decode_dmasr, engine_from_hwh, throughput
 from zynqflow.host.errors import DmaError
-from zynqflow.host.manifest import REPO, Export, find_regmap
+from zynqflow.host.manifest import REPO, Export
+from zynqflow.spec import engine as E
 from zynqflow.spec.golden import golden_logits
 
 try:
@@ -49,25 +53,29 @@ def frames(tiny) -> np.ndarray:
 
 # ---- register offsets ------------------------------------------------------------------
 def test_register_offsets_against_hwh(tiny):
-    rm = find_regmap(tiny)
-    offsets = dict(rm.offsets)
-    hwh = vitis_hwh_registers(offsets)               # as pynq reads a Vitis HLS .hwh: CTRL, GIER, ...
-    assert "CTRL" in hwh and "AP_CTRL" not in hwh
-    got = check_register_offsets(offsets, hwh, ip="zq_top_0", regmap_source="rtl/regmap.json",
-                                 hwh_source="x.hwh")
-    assert got == offsets                            # every register compared, AP_CTRL through CTRL
-    # a 64-bit argument as <name>_1 / <name>_2 (the DDR engine's weights address), matched by _1
-    assert check_register_offsets({"AP_CTRL": 0, "wts": 0x10},
+    for engine in ("hls", "rtl"):
+        rm = RegMap(engine)
+        offsets = dict(rm.offsets)
+        hwh = vitis_hwh_registers(offsets)           # as pynq reads a Vitis HLS .hwh: CTRL, GIER, wts_1, ...
+        assert "CTRL" in hwh and "AP_CTRL" not in hwh and "wts_1" in hwh and "wts_2" in hwh and "act_2" in hwh
+        assert engine_from_hwh(hwh) == engine and engine_from_hwh(None) is None
+        got = check_register_offsets(offsets, hwh, ip="zq_top_0", regmap_source=rm.source, hwh_source="x.hwh")
+        assert got == offsets                        # every register compared: AP_CTRL as CTRL, wts_hi as wts_2
+    # the 64-bit arguments as Vitis names them: <name>_1 (low word), <name>_2 (high word)
+    assert check_register_offsets({"AP_CTRL": 0, "wts": 0x10, "wts_hi": 0x14},
                                   {"CTRL": dict(address_offset=0), "wts_1": dict(address_offset=0x10),
-                                   "wts_2": dict(address_offset=0x14)}) == {"AP_CTRL": 0, "wts": 0x10}
+                                   "wts_2": dict(address_offset=0x14)}) == {"AP_CTRL": 0, "wts": 0x10, "wts_hi": 0x14}
+    with pytest.raises(RegisterMapMismatch, match=r"act_hi at 0x20 in .* but 'act_2' at 0x24"):
+        check_register_offsets({"act": 0x1C, "act_hi": 0x20}, {"act_1": dict(address_offset=0x1C),
+                                                              "act_2": dict(address_offset=0x24)})
     # one register moved: named with both offsets and both sources
     moved = dict(hwh)
     moved["status"] = dict(moved["status"], address_offset=0x18)
     with pytest.raises(RegisterMapMismatch) as e:
-        check_register_offsets(offsets, moved, ip="zq_top_0", regmap_source="rtl/regmap.json", hwh_source="x.hwh")
+        check_register_offsets(offsets, moved, ip="zq_top_0", regmap_source=rm.source, hwh_source="x.hwh")
     msg = str(e.value)
-    assert f"status at 0x{offsets['status']:02x} in rtl/regmap.json but 'status' at 0x18 in x.hwh" in msg
-    assert "No register was written" in msg
+    assert f"status at 0x{offsets['status']:02x} in {rm.source} but 'status' at 0x18 in x.hwh" in msg
+    assert "No register was written" in msg and "engine specification" in msg
     # no register information: skipped quietly; nothing in common: refused
     assert check_register_offsets(offsets, None) == {} and check_register_offsets(offsets, {}) == {}
     with pytest.raises(RegisterMapMismatch, match="none of the registers"):
@@ -76,7 +84,7 @@ def test_register_offsets_against_hwh(tiny):
 
 def test_register_mismatch_on_open_through_shim(tiny, frames):
     """The overlay's .hwh says net_id is elsewhere: open fails before any register access or DMA."""
-    rm = find_regmap(tiny)
+    rm = RegMap("rtl")
     with pytest.raises(RegisterMapMismatch) as e:
         run_job(tiny, [("classify", frames[:1])], sim=dict(registers={"net_id": rm["net_id"] + 0x20}))
     msg = str(e.value)
@@ -84,6 +92,28 @@ def test_register_mismatch_on_open_through_shim(tiny, frames):
     s = e.value.sim_summary
     assert s["mmio_reads"] == 0 and s["mmio_writes"] == 0 and s["mm2s_transfers"] == 0
     assert s["dma"]["channel_class"] is None          # the DMA driver was never built
+
+
+def test_weight_image_and_ddr_buffers_on_open_through_shim(tiny, frames, tmp_path):
+    """A weights.bin of another export (its header's network ID), and an allocate() whose buffers
+    lie past the engine's 512 MiB window: open fails, naming the file / the buffer, before any
+    register of the engine is read or written."""
+    other = tmp_path / "ex"
+    shutil.copytree(tiny.dir, other)
+    img = bytearray((other / "weights.bin").read_bytes())
+    img[8] ^= 0xFF
+    (other / "weights.bin").write_bytes(bytes(img))
+    with pytest.raises(WeightImageError) as e:
+        run_job(tiny, [("classify", frames[:1])], driver_export=other)
+    assert f"{other / 'weights.bin'}: header field net_id" in str(e.value)
+    s = e.value.sim_summary
+    assert s["mmio_reads"] == s["mmio_writes"] == 0 and s["dma"]["channel_class"] is None
+    with pytest.raises(DdrBufferError) as e:
+        run_job(tiny, [("classify", frames[:1])], sim=dict(alloc=dict(base=E.DDR_WINDOW_BYTES)),
+                driver=dict(open_reset=False))
+    assert "weight image (m_axi_wts) buffer" in str(e.value) and "past the engine's DDR window" in str(e.value)
+    s = e.value.sim_summary
+    assert s["mmio_reads"] == s["mmio_writes"] == 0 and s["mm2s_transfers"] == 0
 
 
 # ---- the DMA as the hardware behaves, without recovery -----------------------------------
@@ -205,7 +235,7 @@ def test_configure_fclk_checks(tmp_path):
         configure_fclk(FakeClocks(100), 0, design_mhz=100)
 
 
-def test_throughput_figures():
+def test_throughput_figures(tiny):
     sim = throughput(10, 0.001, 1e-4, 1024, 40, 100e6, 5000, simulated=True)
     assert sim["fps_accelerator_only"] == pytest.approx(1e4) and sim["fps_including_host"] == pytest.approx(5e3)
     assert sim["input_MBps_accelerator_only"] == pytest.approx(10.24)
@@ -213,6 +243,22 @@ def test_throughput_figures():
     board = throughput(10, 0.002, 1e-4, 1024, 40, 100e6, 5000, simulated=False)
     assert board["fps_including_host"] == pytest.approx(5e3) and board["fps_accelerator_only"] == pytest.approx(2e4)
     assert "cycles_last" in board["accelerator_only_from"] and "wall time" in board["including_host_from"]
+    assert "measured (RTL twin)" in board["accelerator_only_from"]
+    # the HLS engine on a board: no cycle counter, the manifest's cycle model, labelled modelled
+    hls = throughput(10, 0.002, 1e-4, 1024, 40, 100e6, None, simulated=False, modelled_cycles=4000)
+    assert hls["fps_accelerator_only"] == pytest.approx(2.5e4) and "modelled" in hls["accelerator_only_from"]
+    steps = dict(cycles_last=[None], dram_rd_bytes=[None], dram_wr_bytes=[None], engine="hls", logits=[[0]] * 10,
+                 seconds=0.002, host=dict(host_seconds_per_frame=1e-4))
+    info = driver_info(steps, 100e6, 1024, 40, simulated=False, model=tiny.cycles_model)
+    assert info["cycles_last"] is None and info["cycles_per_frame"] == tiny.cycles_model["cycles"]
+    assert info["cycles_from"].startswith("modelled (manifest cycles_model") and info["dram_from"] is None
+    assert info["fps_at_100MHz_from_cycles_last"] is None and info["fps_at_100MHz"] == pytest.approx(
+        1e8 / tiny.cycles_model["cycles"])
+    assert "modelled" in info["throughput"]["accelerator_only_from"]
+    rtl = driver_info(dict(steps, cycles_last=[900], dram_rd_bytes=[256], dram_wr_bytes=[0], engine="rtl"), 100e6,
+                      1024, 40, simulated=True, model=tiny.cycles_model)
+    assert rtl["cycles_per_frame"] == 900 and rtl["cycles_from"] == "measured (RTL twin), RTL simulation"
+    assert rtl["dram_rd_bytes_per_frame"] == 256 and rtl["dram_from"] == "measured (RTL twin)"
 
 
 # ---- ZqOverlay ----------------------------------------------------------------------------
@@ -322,19 +368,20 @@ def test_overlay_preprocesses_by_the_manifest_recipe(tmp_path):
     assert np.array_equal(res.logits, golden_logits(ex.qnet(), got))
 
 
-def test_driver_without_rtl_only_registers(tiny):
-    """A register map without cycles_last (the DDR engine's HLS build cannot count cycles):
-    the driver reads only registers the map names; cycles_last reports None."""
-    from test_host import FakeMMIO, FakeOverlay, fake_allocate
+def test_driver_on_the_hls_engine(tiny):
+    """The HLS engine (engine_info without rtl_twin; its .hwh lists no RTL-only register): the
+    driver reads only the registers it has; cycles_last and the DRAM counters report None."""
+    from test_host import FakeAllocator, FakeMMIO, FakeOverlay
 
     from zynqflow.host.driver import ZqDriver
 
-    rm = find_regmap(tiny)
-    mmio = FakeMMIO(rm, net_id=tiny.network_id)
-    off = rm.offsets.pop("cycles_last")
-    drv = ZqDriver(FakeOverlay(mmio), fake_allocate, tiny, rm, source="x.bit")
+    mmio = FakeMMIO(tiny, net_id=tiny.network_id, engine="hls")
+    drv = ZqDriver(FakeOverlay(mmio, vitis_hwh_registers(E.offsets("hls"))), FakeAllocator(), tiny, source="x.bit")
+    assert drv.engine == "hls" and not drv.measures
     regs = drv.registers()
-    assert regs["cycles_last"] is None and regs["net_id"] == tiny.network_id
+    assert regs["cycles_last"] is None and regs["dram_rd_bytes"] is None and regs["net_id"] == tiny.network_id
     assert "cycles_last" not in drv.describe() and "frames_done=3" in drv.describe()
-    assert drv.check_network_id() == tiny.network_id
-    assert all(entry[1] != off for entry in mmio.log)       # nothing read at the old offset
+    assert drv.check_network_id() == tiny.network_id and drv.engine == "hls"
+    assert drv.engine_from == "the .hwh, confirmed by engine_info"
+    rtl_only = {E.REG[n].offset for n in ("cycles_last", "dram_rd_bytes", "dram_wr_bytes", "dram_stall_cycles")}
+    assert all(entry[1] not in rtl_only for entry in mmio.log)       # nothing read where it has no register

@@ -82,6 +82,8 @@ def test_notebook_runs_on_rtl(tmp_path, monkeypatch):
     tp = streamed["throughput"]
     assert tp["fps_accelerator_only"] == pytest.approx(streamed["fps"])
     assert tp["fps_accelerator_only"] > tp["fps_including_host"] > 0 and streamed["host_seconds_per_frame"] > 0
+    assert streamed["cycles_from"] == "measured (RTL twin), RTL simulation" and streamed["cycles_per_frame"] > 0
+    assert streamed["dram_rd_bytes_per_frame"] is not None
     # the pictures with their top-k bars, and the throughput/latency plots
     pngs = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])
             if "image/png" in o.get("data", {})]
