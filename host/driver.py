@@ -1028,9 +1028,9 @@ class ZqDriver:
                             raise _with_note(e, f"recovery failed: {failed}") from failed
                         if isinstance(e, EngineStatusError) and set(e.flags) & set(MEMORY_FLAGS):
                             self.load_weights()
-                            raise _with_note(e, f"the driver drained the engine, copied the weight image into its "
-                                                f"buffer again, flushed it and rewrote wts/act: the next call runs "
-                                                f"on it") from e
+                            raise _with_note(e, "the driver drained the engine, copied the weight image into its "
+                                                "buffer again, flushed it and rewrote wts/act: the next call runs "
+                                                "on it") from e
                     raise
         finally:
             if irq:

@@ -374,16 +374,16 @@ class _DmaChannel:
             except ValueError:
                 pass
 
-    def _memory(self):
-        """The buffer and offset the programmed address and length fall in; None (after a
-        decode error) when no allocated buffer holds them."""
-        hit = self.dma.allocator.lookup(self.addr, self.length)
-        if hit is None:
+    def _memory(self) -> bool:
+        """The programmed address and length fall in an allocated buffer; else a decode error
+        (the DMA would read or write memory nobody allocated) and False."""
+        if self.dma.allocator.lookup(self.addr, self.length) is None:
             self._error(SR_DEC_ERR)
-        return hit
+            return False
+        return True
 
     async def _mm2s(self, fault):
-        if (hit := self._memory()) is None:
+        if not self._memory():
             return
         data = self.dma.allocator.mem.read(self.addr, self.length)
         src: AxiStreamSource = self.port
@@ -402,7 +402,7 @@ class _DmaChannel:
         self._complete(len(data))
 
     async def _s2mm(self, fault):
-        if (hit := self._memory()) is None:
+        if not self._memory():
             return
         if fault is not None and fault["kind"] == "stall":
             await Event().wait()                     # TREADY never rises

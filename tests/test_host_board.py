@@ -21,7 +21,6 @@ import re
 import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -31,7 +30,6 @@ from zynqflow.host import ClockError, DdrBufferError, RegisterMapMismatch, Weigh
 from zynqflow.host.accelerator import driver_info
 from zynqflow.host.board import configure_fclk, max_fclk_mhz
 from zynqflow.host.driver import RegMap, check_register_offsets, decode_dmasr, engine_from_hwh, throughput
-from zynqflow.host.errors import DmaError
 from zynqflow.host.manifest import REPO, Export
 from zynqflow.spec import engine as E
 from zynqflow.spec.golden import golden_logits
