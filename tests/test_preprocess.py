@@ -189,7 +189,7 @@ def test_exporter_records_the_recipe(tmp_path, reference, tiny_random):
 def tiny_random():
     from zynqflow.export.fixtures import random_export
 
-    return random_export("zynqnet-tiny", seed=0, vectors=4)
+    return random_export("zynqnet-tiny", seed=0, vectors=16)
 
 
 def test_old_pillow_without_resampling(monkeypatch, tmp_path):
