@@ -72,7 +72,8 @@ the weight image into its buffer again, flushes it and rewrites ``wts`` and
 ``act`` (so the next call runs on a good image); the engine's registers are
 also compared with the buffers' addresses before every call and rewritten when
 the engine lost them (``ap_rst_n``: the DDR contents survive a PL reset, the
-registers do not).
+registers do not; the AXI DMA is restarted and the network ID checked again
+then).
 
 Recovery (:meth:`ZqDriver.recover`): after a DMA error (the AXI DMA halts
 and stays halted until reset) or a timeout (the channel stays busy), the
@@ -576,11 +577,13 @@ class ZqDriver:
 
     def _ensure_bases(self) -> list[str]:
         """Rewrite ``wts``/``act`` where the engine does not hold the buffers' addresses (after a
-        PL reset); only those. Returns the names rewritten."""
+        PL reset); only those, and the network ID and engine build are checked again before the
+        next frame (someone may have loaded another bitstream). Returns the names rewritten."""
         lost = [n for n, a in self.bases.items() if self.rd(n) != a & 0xFFFFFFFF or self.rd(f"{n}_hi") != a >> 32]
         if lost:
             self._write_bases(lost)
             self.bases_rewritten += 1
+            self.id_checked = False         # a PL reset, or another bitstream loaded: check the engine again
         return lost
 
     def load_weights(self) -> None:

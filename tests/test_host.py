@@ -424,7 +424,8 @@ def test_open_loads_the_weight_image_into_ddr(tiny):
         (0x10, 0x1234_0000), (0x14, 0), (0x1C, 0x1234_0000), (0x20, 0)]
     assert drv._ensure_bases() == [] and len(mmio.writes_to("wts")) == 1   # held: nothing rewritten
     mmio.regs[mmio.rm["wts"]] = 0                                          # a PL reset clears them
-    assert drv._ensure_bases() == ["wts"] and drv.bases_rewritten == 1
+    drv.check_network_id()
+    assert drv._ensure_bases() == ["wts"] and drv.bases_rewritten == 1 and not drv.id_checked   # checked again
     assert mmio.regs[mmio.rm["wts"]] == 0x1234_0000 and len(mmio.writes_to("act")) == 1
     drv.close()
     assert getattr(wbuf, "freed", False)
