@@ -7,7 +7,9 @@ builds and runs the C testbench (``hls/tb/tb_zq_top.cpp``) on the export's
 vectors, then runs ``--frames`` test-set frames through the C simulation
 (:class:`zynqflow.sim.csim.CSim`) and the numpy golden model and writes
 ``csim.json`` (frames, top1, mismatches_vs_golden, golden_top1, seconds, fps,
-network_id, testbench_rc, the registers after the run). The C simulation reads
+network_id, testbench_rc, the registers after the run, and ``hls_model``: the HLS engine's
+frame time on the FPGA as ``zynqflow.spec.cycles_hls`` models it, an estimate beside the
+RTL twin's model; ``fps`` is the C simulation's speed on this host). The C simulation reads
 the export's weight image (``weights.bin``) from its simulated DDR. Exit status 1
 on any mismatch, 2 on a usage or build error.
 """
@@ -30,6 +32,25 @@ def _checkpoint_info(ckpt: Path) -> dict:
 
     ck = torch.load(ckpt, map_location="cpu", weights_only=False)
     return ck.get("train_config", {}) if isinstance(ck, dict) else {}
+
+
+def _hls_model(export_dir: Path) -> dict | None:
+    """The HLS engine's modelled frame time for this export (zynqflow.spec.cycles_hls; an estimate
+    of Vitis's schedule, not a measurement), beside the RTL twin's model; None for an export
+    without the engine parameters."""
+    from zynqflow.export.exporter import load_plan
+    from zynqflow.export.plan import ExportError
+    from zynqflow.spec.cycles import predict
+    from zynqflow.spec.cycles_hls import predict_hls
+
+    try:
+        plan = load_plan(export_dir)
+    except ExportError:
+        return None
+    h, first = predict_hls(plan), predict_hls(plan, cached=False)
+    return dict(label=h["label"], cycles=h["frame"]["cycles"], first_frame_cycles=first["frame"]["cycles"],
+                fps_at_100mhz=round(h["frame"]["fps_at_100mhz"], 2),
+                rtl_model_fps_at_100mhz=round(predict(plan)["frame"]["fps_at_100mhz"], 2))
 
 
 def main(argv=None) -> int:
@@ -89,6 +110,7 @@ def main(argv=None) -> int:
         seconds = time.perf_counter() - t0
         regs = sim.registers()
         gold = golden_logits(qnet, frames)
+        hls_model = _hls_model(export_dir)
     except (CSimError, DatasetError, ValueError, OSError) as e:
         print(f"csim failed: {e}", file=sys.stderr)
         return 2
@@ -109,12 +131,16 @@ def main(argv=None) -> int:
         testbench_rc=tb_rc,
         ckpt_matches_export=ckpt_ok,
         registers={k: regs[k] for k in REG_NAMES},
+        hls_model=hls_model,
     )
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(res, indent=2) + "\n")
     print(f"C sim {man['network']} ({man['network_id']}): {n} frames, top-1 {res['top1']:.4f} "
           f"(golden {res['golden_top1']:.4f}), {res['mismatches_vs_golden']} mismatching frames, "
-          f"{res['fps']} frames/s -> {out}")
+          f"{res['fps']} frames/s in C simulation on this host -> {out}")
+    if hls_model:
+        print(f"HLS engine on the FPGA, {hls_model['label']}: {hls_model['fps_at_100mhz']:.1f} fps at 100 MHz "
+              f"({hls_model['cycles']} cycles per frame; RTL twin's model {hls_model['rtl_model_fps_at_100mhz']:.1f})")
     if res["mismatches_vs_golden"] or (tb_rc not in (None, 0)):
         if tb_rc not in (None, 0):
             print(f"C testbench FAILED (exit {tb_rc})", file=sys.stderr)

@@ -214,6 +214,24 @@ int zq_send_raw(const uint32_t* beats, const uint8_t* last, int nbeats, int32_t*
     return produced;
 }
 
+// Loop counts of the engine (builds with -DZQ_COUNT_ITERATIONS): up to max_n values
+// [layer 0..N_LAYERS][phase][iterations, entries] into out (may be NULL), zeroed
+// afterwards when clear != 0. Returns the number of values, -1 for a build without them.
+int zq_loop_counts(int64_t* out, int max_n, int clear) {
+#if defined(ZQ_COUNT_ITERATIONS)
+    std::vector<long long> buf(zq_csim_loop_counts(nullptr, 0, false));
+    const int n = zq_csim_loop_counts(buf.data(), (int)buf.size(), clear != 0);
+    for (int i = 0; out && i < n && i < max_n; i++) out[i] = (int64_t)buf[i];
+    return n;
+#else
+    (void)out;
+    (void)max_n;
+    (void)clear;
+    return -1;
+#endif
+}
+int zq_n_layers() { return zq_net::N_LAYERS; }
+
 // Registers after the last call (status, frames_done, net_id, build_params, engine_info).
 void zq_regs(uint32_t* regs_out) { copy_regs(regs_out); }
 

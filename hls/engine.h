@@ -32,7 +32,8 @@
 // (oy*S + ky - K/2, ox*S + kx - K/2), channel c; zero outside the frame and for
 // j >= K*K*IN_CH) or else the channel-padded frame (K = S = 1). Its rows are
 // built on demand from a ring of RAW_RR raw frame rows, which is filled from
-// s_axis_in as the rows are needed (rtl/zq_stem.sv does the same).
+// s_axis_in as the rows are needed (rtl/zq_stem.sv does the same), at the RTL's
+// rate: a beat per cycle into a byte buffer, a pixel per cycle out of it.
 //
 // Framing (spec STATUS_BITS, rtl/zq_stem.sv): 4 bytes per beat, TLAST on beat
 // IN_BYTES/4 - 1; TLAST earlier = short frame (the frame ends there); no TLAST on
@@ -173,6 +174,8 @@ constexpr int MAX_MAC_ITERS = (int)max_mac_iters();
 constexpr int MAX_RING_ROWS = max_ring_rows();
 constexpr int MAX_PASSES = max_passes();
 constexpr int MAX_RAW_ROWS = P::STEM_K + P::STEM_S;      // raw frame rows read for one stem row
+constexpr int MAX_RAW_ITERS =                            // RAW-loop iterations for them (see raw_iters_to)
+    MAX_RAW_ROWS * cmax(P::IN_SIZE, (P::IN_SIZE * P::IN_CH + 3) / 4 + 1);
 constexpr int MAX_IN_SIZE = 1 << max_lg_in();
 constexpr int MAX_GROUPS = max_groups();
 constexpr int MAX_BANDS = max_bands();
@@ -180,7 +183,6 @@ constexpr int MAX_CGRPS = max_src_cgrps();
 constexpr int MAX_FILL_BEATS = MAX_IN_SIZE * BPU;        // one row of one channel group of a DDR tensor
 constexpr int MAX_PASS_BEATS = OBUF_PIX * BPU;
 constexpr int MAX_WLOAD_BEATS = cmax(WBUF, WRING) * BPW;
-constexpr int STEM_ROW_BYTES = P::IN_SIZE * P::IN_CH;
 
 // ---- types ------------------------------------------------------------------------
 typedef ap_uint<64> ddr_t;            // an m_axi beat
@@ -277,11 +279,47 @@ inline void plan_error(const char* what, int layer, long a, long b) {
 #endif
 
 // ---------------------------------------------------------------------------------
-// The input stream: framing state of one frame.
+// Loop counts (C simulation only, -DZQ_COUNT_ITERATIONS): every pipelined loop of
+// the schedule counts its entries and its iterations, per layer (row N_LAYERS: the
+// frame-level loops), for the cross-check of the HLS cycle model
+// (spec/cycles_hls.py; read back through csim_lib.cpp's zq_counts). The phase
+// order is PHASES in sim/csim.py.
+enum Phase { PH_HEADER, PH_WLOAD, PH_RAW, PH_SCAN, PH_STEM_WRITE, PH_FILL, PH_MAC, PH_DDR_WRITE, PH_REST, PH_DRAIN,
+             PH_OUT, PH_N };
+#if defined(ZQ_COUNT_ITERATIONS) && !defined(__SYNTHESIS__)
+struct LoopCounts {
+    long long n[P::N_LAYERS + 1][PH_N][2];  // [layer][phase]: iterations, entries
+    int layer;                              // the layer running (N_LAYERS outside the layers)
+};
+// internal linkage (not a static in an inline function, which g++ makes one object
+// per process: every network's library loaded in one process would share it)
+static LoopCounts g_loop_counts;
+#define ZQ_COUNT_ITER(ph) (::zq::g_loop_counts.n[::zq::g_loop_counts.layer][::zq::ph][0]++)
+#define ZQ_COUNT_ENTRY(ph) (::zq::g_loop_counts.n[::zq::g_loop_counts.layer][::zq::ph][1]++)
+#define ZQ_COUNT_LAYER(l) (::zq::g_loop_counts.layer = (l))
+#else
+#define ZQ_COUNT_ITER(ph) \
+    do {                  \
+    } while (0)
+#define ZQ_COUNT_ENTRY(ph) \
+    do {                   \
+    } while (0)
+#define ZQ_COUNT_LAYER(l) \
+    do {                  \
+    } while (0)
+#endif
+
+// ---------------------------------------------------------------------------------
+// The input stream: framing state of one frame, and the byte buffer that turns
+// 32-bit beats into pixels of IN_CH bytes (rtl/zq_stem.sv: a beat is taken when
+// the buffer holds less than a pixel, a pixel leaves it every cycle it holds one:
+// one pixel per cycle for IN_CH <= 4, one beat per cycle for IN_CH > 4).
+constexpr int IN_BUF_BYTES = P::IN_CH + 3;  // at most IN_CH - 1 bytes left plus one beat
+
 struct InState {
     int nbeat;              // beats taken of this frame (<= IN_BEATS)
-    ap_uint<32> cur;        // the current beat, consumed byte by byte
-    int avail;              // bytes of cur not yet consumed
+    ap_uint<8 * IN_BUF_BYTES> buf;  // bytes taken and not yet assembled into pixels (byte 0 first)
+    int bcnt;               // bytes in buf
     bool done;              // the frame's beats are all taken (its end or an early TLAST)
     bool err_short;
     bool err_long;          // no TLAST on the last beat: drain to the next TLAST (in_finish)
@@ -291,8 +329,8 @@ struct InState {
 inline void in_start(InState& st) {
 #pragma HLS INLINE
     st.nbeat = 0;
-    st.cur = 0;
-    st.avail = 0;
+    st.buf = 0;
+    st.bcnt = 0;
     st.done = false;
     st.err_short = false;
     st.err_long = false;
@@ -304,12 +342,12 @@ inline bool in_error(const InState& st) {
     return st.err_short || st.err_long;
 }
 
-inline void take_beat(hls::stream<zq_axis_in>& s, InState& st) {
+// The frame's next beat (its framing checked); 0 once the frame has ended.
+inline ap_uint<32> take_beat(hls::stream<zq_axis_in>& s, InState& st) {
 #pragma HLS INLINE
+    if (st.done) return 0;
     const zq_axis_in b = s.read();
     st.nbeat++;
-    st.cur = b.data;
-    st.avail = 4;
     if (st.nbeat == IN_BEATS) {
         st.done = true;
         if (!b.last) st.err_long = true;
@@ -317,34 +355,25 @@ inline void take_beat(hls::stream<zq_axis_in>& s, InState& st) {
         st.done = true;
         st.err_short = true;
     }
-}
-
-// The frame's next byte (0 once the frame has ended).
-inline byte_t in_byte(hls::stream<zq_axis_in>& s, InState& st) {
-#pragma HLS INLINE
-    if (st.avail == 0) {
-        if (st.done) return 0;
-        take_beat(s, st);
-    }
-    const byte_t b = (byte_t)st.cur.range(7, 0).to_uint();
-    st.cur >>= 8;
-    st.avail--;
-    return b;
+    return b.data;
 }
 
 // The rest of the frame up to its TLAST (beats the engine did not need, or all of
 // them after an abort), then, after a long frame, the drain to the next TLAST.
 inline void in_finish(hls::stream<zq_axis_in>& s, InState& st) {
+    ZQ_COUNT_ENTRY(PH_REST);
 REST:
     for (int i = 0; i < IN_BEATS; i++) {
 #pragma HLS PIPELINE II=1
 #pragma HLS LOOP_TRIPCOUNT min=0 max=IN_BEATS
         if (st.done) break;
+        ZQ_COUNT_ITER(PH_REST);
         take_beat(s, st);
     }
     if (st.err_long) {
         int dbeat = 0;
         bool last = false;
+        ZQ_COUNT_ENTRY(PH_DRAIN);
     DRAIN:
         while (!last) {
 #pragma HLS PIPELINE II=1
@@ -355,6 +384,7 @@ REST:
                 break;
             }
 #endif
+            ZQ_COUNT_ITER(PH_DRAIN);
             const zq_axis_in b = s.read();
             last = b.last != 0;
             if (dbeat == IN_BEATS - 1) {
@@ -365,7 +395,8 @@ REST:
             }
         }
     }
-    st.avail = 0;
+    st.buf = 0;
+    st.bcnt = 0;
 }
 
 // ---------------------------------------------------------------------------------
@@ -379,9 +410,11 @@ struct WState {
 inline bool header_ok(const ddr_t* wts) {
     ddr_t h[3];
 #pragma HLS ARRAY_PARTITION variable=h complete
+    ZQ_COUNT_ENTRY(PH_HEADER);
 HEADER:
     for (int i = 0; i < 3; i++) {
 #pragma HLS PIPELINE II=1
+        ZQ_COUNT_ITER(PH_HEADER);
         h[i] = wts[i];
     }
     const unsigned magic = h[0].range(31, 0).to_uint(), spec_version = h[0].range(63, 32).to_uint();
@@ -397,10 +430,12 @@ inline void load_words(const ddr_t* wts, wbeat_t wbuf[WBUF][BPW], int from, int 
     const int n = (to - from) * BPW;
     const int off = HDR_BEATS + from * BPW;
     int slot = wslot(from), b = 0;
+    ZQ_COUNT_ENTRY(PH_WLOAD);
 WLOAD:
     for (int i = 0; i < n; i++) {
 #pragma HLS PIPELINE II=1
 #pragma HLS LOOP_TRIPCOUNT min=1 max=MAX_WLOAD_BEATS
+        ZQ_COUNT_ITER(PH_WLOAD);
         wbuf[slot][b] = to_wbeat(wts[off + i]);
         if (b == BPW - 1) {
             b = 0;
@@ -454,39 +489,70 @@ struct StemState {
     int raw_avail;  // raw frame rows read from the stream
 };
 
-inline void read_raw_row(hls::stream<zq_axis_in>& s, InState& in, byte_t raw[P::RAW_RR][P::IN_SIZE][P::IN_CH],
-                         int r) {
-    const int slot = r & (P::RAW_RR - 1);
-    int x = 0, c = 0;
-RAW_ROW:
-    for (int i = 0; i < STEM_ROW_BYTES; i++) {
+// RAW-loop iterations for the frame's first p pixels: an iteration takes at most
+// one beat and writes at most one pixel, and a beat is taken only when the buffer
+// holds less than a pixel, so max(p, ceil(p * IN_CH / 4)).
+inline int raw_iters_to(int p) {
+#pragma HLS INLINE
+    return P::IN_CH <= 4 ? p : (p * P::IN_CH + 3) >> 2;
+}
+
+// Raw frame rows [from, to) from the stream into their slots of the raw ring: one
+// loop at II=1 over the rows' pixels; an iteration takes a beat when the byte
+// buffer holds less than a pixel and writes the pixel when it holds one (its
+// IN_CH bytes to the channel banks of row slot r mod RAW_RR at once).
+inline void read_raw_rows(hls::stream<zq_axis_in>& s, InState& in, byte_t raw[P::RAW_RR][P::IN_SIZE][P::IN_CH],
+                          int from, int to) {
+    const int n_iter = raw_iters_to(to * P::IN_SIZE) - raw_iters_to(from * P::IN_SIZE);
+    int slot = from & (P::RAW_RR - 1), x = 0;
+    ZQ_COUNT_ENTRY(PH_RAW);
+RAW:
+    for (int i = 0; i < n_iter; i++) {
 #pragma HLS PIPELINE II=1
-        raw[slot][x][c] = in_byte(s, in);
-        if (c == P::IN_CH - 1) {
-            c = 0;
-            x++;
-        } else {
-            c++;
+#pragma HLS LOOP_TRIPCOUNT min=1 max=MAX_RAW_ITERS
+        ZQ_COUNT_ITER(PH_RAW);
+        if (in.bcnt < P::IN_CH) {  // less than a pixel in the buffer: the next beat behind its bytes
+            const ap_uint<8 * IN_BUF_BYTES> beat = take_beat(s, in);
+            in.buf |= beat << (8 * in.bcnt);
+            in.bcnt += 4;
+        }
+        if (in.bcnt >= P::IN_CH) {  // a pixel: IN_CH bytes to the raw ring
+            for (int c = 0; c < P::IN_CH; c++) {
+#pragma HLS UNROLL
+                raw[slot][x][c] = (byte_t)in.buf.range(8 * c + 7, 8 * c).to_uint();
+            }
+            in.buf >>= 8 * P::IN_CH;
+            in.bcnt -= P::IN_CH;
+            if (x == P::IN_SIZE - 1) {
+                x = 0;
+                slot = (slot + 1) & (P::RAW_RR - 1);
+            } else {
+                x++;
+            }
         }
     }
 }
 
 // Stem row ys (an output row of the first layer when the stem is im2col'ed, else
-// a frame row) into ring slot ys mod 2^lg_rows of the region at `base`.
+// a frame row) into ring slot ys mod 2^lg_rows of the region at `base`: the raw
+// rows it needs that are not in the raw ring yet (at most K + S), then the column
+// scan with a K x K window, one column per cycle; a pixel's words go to the
+// activation RAM as units of WPG words (one word per bank), inside the scan when a
+// pixel is one unit (STEM_UNITS = 1; at most one pixel per column), else from a
+// row buffer after it, one unit per cycle.
 inline void stem_row(hls::stream<zq_axis_in>& s, InState& in, StemState& st,
                      byte_t raw[P::RAW_RR][P::IN_SIZE][P::IN_CH], act_word_t act[WPG][ACT_ROWS], const Layer& L,
                      int ys) {
     constexpr int K = P::STEM_K;
     const int iy0 = ys * P::STEM_S - STEM_PAD;
     const int last_raw = cmin(P::IN_SIZE - 1, iy0 + K - 1);
-RAW_ROWS:
-    for (int i = 0; i < MAX_RAW_ROWS; i++) {  // at most K + S new raw rows per stem row
-#pragma HLS LOOP_TRIPCOUNT min=0 max=MAX_RAW_ROWS
-        if (st.raw_avail > last_raw) break;
-        read_raw_row(s, in, raw, st.raw_avail);
-        st.raw_avail++;
+    if (st.raw_avail <= last_raw) {
+        read_raw_rows(s, in, raw, st.raw_avail, last_raw + 1);
+        st.raw_avail = last_raw + 1;
     }
 
+    const int lg_w = L.r.lg_in;
+    const int rbase = L.r.src_base + ((ys & ((1 << L.r.src_lg_rows) - 1)) << lg_w);
     // scan columns ix = -PAD .. (SIZE-1)*S - PAD + K - 1 with a K x K window of pixels
     act_word_t srow[P::STEM_SIZE][P::IN_WORDS];
 #pragma HLS ARRAY_PARTITION variable=srow complete dim=2
@@ -513,9 +579,11 @@ RAW_ROWS:
     }
     int phase = 0;  // (col - (K-1)) mod S once col >= K-1
     int ox = 0;
+    ZQ_COUNT_ENTRY(PH_SCAN);
 SCAN:
     for (int col = 0; col < STEM_NCOL; col++) {
 #pragma HLS PIPELINE II=1
+        ZQ_COUNT_ITER(PH_SCAN);
         const int ix = col - STEM_PAD;
         const bool col_ok = ix >= 0 && ix < P::IN_SIZE;
         for (int ky = 0; ky < K; ky++) {
@@ -545,21 +613,26 @@ SCAN:
                             lane_set(wd, l, win[tap / K][tap % K][c]);
                         }
                     }
-                    srow[ox][w] = wd;
+                    if (STEM_UNITS == 1) {
+                        act[w & (WPG - 1)][rbase + ox] = wd;  // word w in bank w (IN_WORDS <= WPG)
+                    } else {
+                        srow[ox][w] = wd;
+                    }
                 }
                 ox++;
             }
             phase = phase == P::STEM_S - 1 ? 0 : phase + 1;
         }
     }
+    if (STEM_UNITS == 1) return;
 
     // the row's words into the ring, a unit of WPG words (one per bank) per cycle
-    const int lg_w = L.r.lg_in;
-    const int rbase = L.r.src_base + ((ys & ((1 << L.r.src_lg_rows) - 1)) << lg_w);
     int px = 0, u = 0;
+    ZQ_COUNT_ENTRY(PH_STEM_WRITE);
 STEM_WRITE:
     for (int i = 0; i < P::STEM_SIZE * STEM_UNITS; i++) {
 #pragma HLS PIPELINE II=1
+        ZQ_COUNT_ITER(PH_STEM_WRITE);
         const int row = rbase + (u << (L.r.src_lg_rows + lg_w)) + px;
         for (int b = 0; b < WPG; b++) {
 #pragma HLS UNROLL
@@ -591,10 +664,12 @@ FILL_ROWS:
             ddr_t unit[BPU];
 #pragma HLS ARRAY_PARTITION variable=unit complete
             int x = 0, b = 0;
+            ZQ_COUNT_ENTRY(PH_FILL);
         FILL:
             for (int i = 0; i < (w << LG_BPU); i++) {
 #pragma HLS PIPELINE II=1
 #pragma HLS LOOP_TRIPCOUNT min=1 max=MAX_FILL_BEATS
+                ZQ_COUNT_ITER(PH_FILL);
                 unit[b] = act_ddr[off + i];
                 if (b == BPU - 1) {
                     for (int bank = 0; bank < WPG; bank++) {
@@ -731,10 +806,12 @@ inline void mac_pass(const Layer& L, int g, int oy0, int w_first, const acc_t bi
     int wslot_i = wslot(w_first);
     int opix = 0;                  // pixel of the pass (DDR buffer index)
     int pix_dst = oy0 << lg_out;   // (oy << lg_out) + ox
+    ZQ_COUNT_ENTRY(PH_MAC);
 MAC:
     for (int i = 0; i < n_iter; i++) {
 #pragma HLS PIPELINE II=1
 #pragma HLS LOOP_TRIPCOUNT min=1 max=MAX_MAC_ITERS
+        ZQ_COUNT_ITER(PH_MAC);
         // a layer never reads the region it writes (the plan gives them distinct rows)
 #pragma HLS DEPENDENCE variable=act inter false
 #pragma HLS DEPENDENCE variable=act intra false
@@ -821,10 +898,12 @@ inline void write_pass(ddr_t* act_ddr, const ddr_t obuf[OBUF_PIX][BPU], const La
     const unsigned off = ((unsigned)L.r.dst_ddr >> 3) + (run << (lg_out + LG_BPU));
     const int n = 1 << (L.lg_pass + lg_out + LG_BPU);
     int p = 0, b = 0;
+    ZQ_COUNT_ENTRY(PH_DDR_WRITE);
 DDR_WRITE:
     for (int i = 0; i < n; i++) {
 #pragma HLS PIPELINE II=1
 #pragma HLS LOOP_TRIPCOUNT min=1 max=MAX_PASS_BEATS
+        ZQ_COUNT_ITER(PH_DDR_WRITE);
         act_ddr[off + i] = obuf[p][b];
         if (b == BPU - 1) {
             b = 0;

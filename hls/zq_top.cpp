@@ -167,6 +167,7 @@ void zq_top(hls::stream<zq_axis_in>& s_axis_in, hls::stream<zq_axis_out>& m_axis
     build_params = P::BUILD_PARAMS;
     engine_info = P::ENGINE_INFO_HLS;
 
+    ZQ_COUNT_LAYER(P::N_LAYERS);
     zq::InState in;
     zq::in_start(in);
     zq::StemState stem;
@@ -190,8 +191,10 @@ void zq_top(hls::stream<zq_axis_in>& s_axis_in, hls::stream<zq_axis_out>& m_axis
         }
     LAYERS:
         for (int li = 0; li < P::N_LAYERS; li++) {
+            ZQ_COUNT_LAYER(li);
             if (!zq::run_layer(li, s_axis_in, in, stem, wts, act, act_ram, wbuf, raw, gap, obuf, ws)) break;
         }
+        ZQ_COUNT_LAYER(P::N_LAYERS);
     }
     zq::in_finish(s_axis_in, in);
     if (in.err_short) flags |= S::STATUS_SHORT_FRAME;
@@ -202,10 +205,12 @@ void zq_top(hls::stream<zq_axis_in>& s_axis_in, hls::stream<zq_axis_out>& m_axis
     const int n_out = ok ? 1 : 1 + (int)in.drain_frames;
     const int n_beats = n_out * P::N_CLASSES;
     int c = 0;
+    ZQ_COUNT_ENTRY(PH_OUT);
 OUT:
     for (int i = 0; i < n_beats; i++) {
 #pragma HLS PIPELINE II=1
 #pragma HLS LOOP_TRIPCOUNT min=N_CLASSES max=N_CLASSES
+        ZQ_COUNT_ITER(PH_OUT);
         ap_int<32> v = S::ERROR_LOGIT;
         if (ok) {
             ap_int<S::GAP_BITS + 1> sum = gap[c >> zq::LG_PE][c & (N_PE - 1)];
@@ -230,4 +235,20 @@ OUT:
 
 #ifndef __SYNTHESIS__
 void zq_csim_reset() { g_reset_pending = true; }
+#endif
+
+#if defined(ZQ_COUNT_ITERATIONS) && !defined(__SYNTHESIS__)
+int zq_csim_loop_counts(long long* out, int max_n, bool clear) {
+    zq::LoopCounts& c = zq::g_loop_counts;
+    const int n = (P::N_LAYERS + 1) * zq::PH_N * 2;
+    if (out) {
+        const long long* flat = &c.n[0][0][0];
+        for (int i = 0; i < n && i < max_n; i++) out[i] = flat[i];
+    }
+    if (clear) {
+        long long* flat = &c.n[0][0][0];
+        for (int i = 0; i < n; i++) flat[i] = 0;
+    }
+    return n;
+}
 #endif

@@ -31,4 +31,12 @@ void zq_top(hls::stream<zq_axis_in>& s_axis_in, hls::stream<zq_axis_out>& m_axis
 void zq_csim_reset();
 #endif
 
+#if defined(ZQ_COUNT_ITERATIONS) && !defined(__SYNTHESIS__)
+// C simulation built with -DZQ_COUNT_ITERATIONS: the loop counts of engine.h,
+// [layer 0..N_LAYERS][phase][iterations, entries] flattened (row N_LAYERS: the
+// frame-level loops), at most max_n into out (may be NULL); clear: zero them
+// after the copy. Returns the number of values.
+int zq_csim_loop_counts(long long* out, int max_n, bool clear);
+#endif
+
 #endif  // ZQ_TOP_H

@@ -33,6 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from zynqflow.spec import engine as E
+from zynqflow.spec.cycles_hls import PHASES  # the loops of hls/engine.h (enum Phase order), for loop_counts
 from zynqflow.spec.golden import check_frames
 from zynqflow.spec.paths import REPO
 
@@ -157,19 +158,22 @@ def _compile(sources: list[str], export_dir: Path, out: Path, flavor: str, defin
     return out
 
 
-def build(export_dir, out_dir=None, native: bool = True) -> Path:
+def build(export_dir, out_dir=None, native: bool = True, count: bool = False) -> Path:
     """Compile the C-simulation library for ``export_dir`` (cached).
 
     ``native`` builds with ``-DZQ_CSIM_NATIVE -O3`` (native bytes and int64 in
     the MAC datapath, the same packed-DSP arithmetic and the same bits, ~15x
-    faster); ``native=False`` compiles exactly the code Vitis synthesizes. Returns the ``.so`` path (default
-    ``<export_dir>/../csim/libzq_csim.so``)."""
+    faster); ``native=False`` compiles exactly the code Vitis synthesizes.
+    ``count`` adds ``-DZQ_COUNT_ITERATIONS``: every pipelined loop counts its entries
+    and iterations per layer (:meth:`CSim.loop_counts`). Returns the ``.so`` path
+    (default ``<export_dir>/../csim/libzq_csim.so``)."""
     export_dir = _export_dir(export_dir)
     out_dir = Path(out_dir) if out_dir else _default_out(export_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    name = "libzq_csim.so" if native else "libzq_csim_exact.so"
-    return _compile(["zq_top.cpp", "csim_lib.cpp"], export_dir, out_dir / name,
-                    "native" if native else "exact", ["-DZQ_CSIM_NATIVE", "-O3"] if native else [], shared=True)
+    flavor = ("native" if native else "exact") + ("-count" if count else "")
+    name = "libzq_csim.so" if flavor == "native" else f"libzq_csim_{flavor.replace('-', '_')}.so"
+    defines = (["-DZQ_CSIM_NATIVE", "-O3"] if native else []) + (["-DZQ_COUNT_ITERATIONS"] if count else [])
+    return _compile(["zq_top.cpp", "csim_lib.cpp"], export_dir, out_dir / name, flavor, defines, shared=True)
 
 
 def build_testbench(export_dir, out_dir=None) -> Path:
@@ -242,10 +246,10 @@ class CSim:
     per process and per library file: two ``CSim`` objects on the same ``.so``
     share it (each constructor reloads the image, resets the bases and resets the engine)."""
 
-    def __init__(self, export_dir, lib=None, native: bool = True, out_dir=None):
+    def __init__(self, export_dir, lib=None, native: bool = True, out_dir=None, count: bool = False):
         self.export_dir = _export_dir(export_dir)
         self.manifest = json.loads((self.export_dir / "manifest.json").read_text())
-        self.lib_path = Path(lib) if lib else build(self.export_dir, out_dir, native=native)
+        self.lib_path = Path(lib) if lib else build(self.export_dir, out_dir, native=native, count=count)
         try:
             self._lib = ctypes.CDLL(str(self.lib_path))
         except OSError as e:
@@ -260,7 +264,8 @@ class CSim:
                 ("zq_ddr_write", [u64, vp, u64], ctypes.c_int), ("zq_ddr_read", [u64, vp, u64], ctypes.c_int),
                 ("zq_set_bases", [u64, u64], ctypes.c_int), ("zq_get_bases", [vp], None),
                 ("zq_default_bases", [vp], None), ("zq_image_bytes", [], u64), ("zq_scratch_bytes", [], u64),
-                ("zq_ddr_bytes", [], u64)):
+                ("zq_ddr_bytes", [], u64), ("zq_loop_counts", [vp, ctypes.c_int, ctypes.c_int], ctypes.c_int),
+                ("zq_n_layers", [], ctypes.c_int)):
             f = getattr(L, name)
             f.argtypes, f.restype = args, res
         inp = self.manifest["input"]
@@ -342,6 +347,25 @@ class CSim:
         if n > max_out:
             raise CSimError(f"{n} output words, more than max_out={max_out}")
         return out[:n].astype(np.int64)
+
+    def loop_counts(self, clear: bool = True) -> dict:
+        """Entries and iterations of every pipelined loop of the engine since the last clear
+        (a library built with ``count=True``): ``{"layers": [{phase: (iterations, entries)}, ...],
+        "frame": {phase: (iterations, entries)}}`` with the phases of :data:`PHASES` (the frame's
+        own loops: header, the cache's weight load, rest/drain of the input, the logits).
+        ``clear`` zeroes the counts afterwards."""
+        n = self._lib.zq_loop_counts(None, 0, 0)
+        if n < 0:
+            raise CSimError(f"{self.lib_path} was built without loop counts (csim.build(..., count=True))")
+        n_layers = int(self._lib.zq_n_layers())
+        if n != (n_layers + 1) * len(PHASES) * 2:
+            raise CSimError(f"{self.lib_path}: {n} loop counts, expected {(n_layers + 1) * len(PHASES) * 2} "
+                            "(PHASES out of step with hls/engine.h's enum Phase)")
+        buf = np.zeros(n, np.int64)
+        self._lib.zq_loop_counts(self._ptr(buf), n, int(clear))
+        rows = [{ph: (int(c[i, 0]), int(c[i, 1])) for i, ph in enumerate(PHASES)}
+                for c in buf.reshape(n_layers + 1, len(PHASES), 2)]
+        return dict(layers=rows[:-1], frame=rows[-1])
 
     def reset(self) -> None:
         """Clear the counters and the weight cache (as a hardware reset); DDR keeps its contents."""

@@ -11,7 +11,9 @@ and the ``wide`` variant (a stem that is not im2col'ed, one bank); the reference
 checkpoint's export on real Fashion-MNIST test images; one full-size 256x256
 zynqnet frame. Also: the C testbench (passes, and fails on corrupted vectors),
 the registers, short / long / missing-TLAST frames, foreign weight images, the
-weight cache, and the exhaustive check of the packed DSP48E1 arithmetic.
+weight cache, the exhaustive check of the packed DSP48E1 arithmetic, and the Vitis
+HLS flow script under tclsh with the Vitis commands stubbed (no Vitis here). The
+loop counts behind the HLS cycle model are checked in tests/test_cycles_hls.py.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 import time
 from types import SimpleNamespace
 
@@ -401,6 +404,9 @@ def test_cli_writes_report(tiny, tmp_path):
     assert res["top1"] == res["golden_top1"] and res["fps"] > 0 and res["testbench_rc"] == 0
     assert res["registers"]["frames_done"] == 48 and res["registers"]["engine_info"] == \
         tiny.man["engine"]["engine_info_hls"]
+    hm = res["hls_model"]
+    assert "not Vitis-scheduled" in hm["label"] and hm["first_frame_cycles"] > hm["cycles"] > 0
+    assert 0 < hm["fps_at_100mhz"] <= hm["rtl_model_fps_at_100mhz"]
 
 
 def test_missing_compiler_is_named(tiny, monkeypatch, tmp_path):
@@ -422,3 +428,75 @@ def test_bad_frames_rejected(tiny):
         tiny.sim.run(np.zeros((2, 3, 3, 1), np.uint8))
     with pytest.raises(TypeError):
         tiny.sim.run(tiny.frames.astype(np.int16))
+
+
+# ---- the Vitis HLS flow script (no Vitis here: tclsh with every Vitis command stubbed) ----------
+MOCK_VITIS_HLS = r"""
+set ::log [open $::env(MOCK_LOG) w]
+rename exit real_exit
+proc exit {{code 0}} { puts $::log "EXIT $code"; close $::log; real_exit $code }
+proc unknown {args} { puts $::log $args; return "" }
+source $::env(RUN_HLS_TCL)
+"""
+
+
+def _mock_run_hls(tmp_path, *args) -> tuple[int, list[str], str]:
+    if shutil.which("tclsh") is None:
+        pytest.skip("no tclsh")
+    (tmp_path / "mock.tcl").write_text(MOCK_VITIS_HLS)
+    log = tmp_path / "vitis.log"
+    env = dict(os.environ, MOCK_LOG=str(log), RUN_HLS_TCL=str(csim.HLS_DIR / "scripts" / "run_hls.tcl"))
+    p = subprocess.run(["tclsh", str(tmp_path / "mock.tcl"), *map(str, args)], capture_output=True, text=True,
+                       env=env, timeout=60)
+    return p.returncode, (log.read_text().splitlines() if log.exists() else []), p.stdout + p.stderr
+
+
+def test_run_hls_tcl_flow(tmp_path):
+    """run_hls.tcl (Vitis HLS 2023.2 Tcl): the part, the 10 ns clock, 64-bit m_axi addresses, the
+    co-simulation depths from the export (image and scratch area in 64-bit beats), every source and
+    the testbench, the four steps in order; zq_top's interface pragmas name the m_axi bundles wts and
+    act (ports m_axi_wts, m_axi_act) and the s_axilite bundle control (s_axi_control)."""
+    d = NETS["zq64-ddr"][0]()                      # the export only (nothing compiled)
+    n = SimpleNamespace(dir=d)
+    mem = json.loads((d / "manifest.json").read_text())["memory"]
+    rc, log, out = _mock_run_hls(tmp_path, n.dir, tmp_path / "hls")
+    assert rc == 0 and log[-1] == "EXIT 0", out
+    cmds = [l.split()[0] for l in log]
+    assert [c for c in cmds if c.endswith("_design")] == ["csim_design", "csynth_design", "cosim_design",
+                                                          "export_design"]
+    assert "set_part xc7z020clg400-1" in log and "create_clock -period 10 -name default" in log
+    assert "config_interface -m_axi_addr64" in log and "set_top zq_top" in log
+    assert any(l.startswith("open_solution -reset solution1 -flow_target vivado") for l in log)
+    adds = [l for l in log if l.startswith("add_files")]
+    for f in ("zq_top.cpp", "engine.h", "zq_axis.h", "zq_dsp.h", "zq_spec.h", "zq_top.h", "tb_zq_top.cpp"):
+        assert any(f in a for a in adds), f
+    assert any("-tb" in a and "tb_zq_top.cpp" in a for a in adds)
+    flags = f"-DZQ_WTS_DEPTH={mem['weight_image_bytes'] // 8} -DZQ_ACT_DEPTH={max(1, mem['scratch_bytes'] // 8)}"
+    assert all(flags in a and "-DZQ_USE_AP_AXI" in a for a in adds)
+    exp = next(l for l in log if l.startswith("export_design"))
+    assert "-format ip_catalog" in exp and "-rtl verilog" in exp
+    # steps, and a bad step or export directory
+    rc, log, _ = _mock_run_hls(tmp_path, n.dir, tmp_path / "hls2", "csim,csynth")
+    assert rc == 0 and [l.split()[0] for l in log if l.split()[0].endswith("_design")] == ["csim_design",
+                                                                                           "csynth_design"]
+    rc, _, out = _mock_run_hls(tmp_path, n.dir, tmp_path / "hls3", "csim,synth")
+    assert rc == 2 and "unknown step 'synth'" in out
+    rc, _, out = _mock_run_hls(tmp_path, tmp_path)
+    assert rc == 2 and "net_params.h" in out
+    top = (csim.HLS_DIR / "zq_top.cpp").read_text()
+    assert "port=wts bundle=wts offset=slave" in top and "port=act bundle=act offset=slave" in top
+    assert "depth=ZQ_WTS_DEPTH" in top and "depth=ZQ_ACT_DEPTH" in top
+    spec_h = (csim.HLS_DIR / "zq_spec.h").read_text()
+    for r in ("wts", "act", "status", "frames_done", "net_id", "build_params", "engine_info", "return"):
+        assert f"port={r} " in spec_h and "bundle=control" in spec_h
+
+
+def test_hls_sh_without_vitis(tiny, tmp_path):
+    """hls.sh with no vitis_hls on PATH: exit 1 and a message naming it (and nothing created)."""
+    env = dict(os.environ, PATH="/usr/bin:/bin")
+    if shutil.which("vitis_hls", path=env["PATH"]):
+        pytest.skip("vitis_hls is installed")
+    p = subprocess.run(["bash", str(csim.HLS_DIR / "scripts" / "hls.sh"), str(tiny.dir), str(tmp_path / "out")],
+                       capture_output=True, text=True, env=env, timeout=60)
+    assert p.returncode == 1 and "vitis_hls not found" in p.stderr
+    assert not (tmp_path / "out").exists()

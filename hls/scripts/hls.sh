@@ -15,7 +15,8 @@ if [ $# -lt 2 ]; then
     exit 2
 fi
 if ! command -v vitis_hls >/dev/null 2>&1; then
-    echo "vitis_hls not found on PATH: install Vitis HLS 2023.2+ or source settings64.sh" >&2
+    echo "vitis_hls not found on PATH: the HLS flow needs Vitis HLS 2023.2 (source its settings64.sh);" \
+         "the C simulation without it: make csim" >&2
     exit 1
 fi
 for f in net_params.h weights.bin; do

@@ -1,4 +1,4 @@
-# Vitis HLS 2023.2+ flow for the zq_top engine of one exported network.
+# Vitis HLS 2023.2 flow (the vitis_hls Tcl commands) for the zq_top engine of one exported network.
 #
 #   vitis_hls -f hls/scripts/run_hls.tcl -tclargs <export_dir> [out_dir] [steps]
 #
@@ -83,6 +83,10 @@ add_files -tb [file join $hls_dir tb tb_zq_top.cpp] -cflags $cflags
 open_solution -reset solution1 -flow_target vivado
 set_part $part
 create_clock -period $clock -name default
+# 64-bit m_axi addresses: the register map (zq_spec.h, docs/engine-spec.md) has the 64-bit
+# `wts` offset register at 0x10-0x17 and `act` at 0x1C. UG1399 gives the default of
+# m_axi_addr64 for the Vivado IP flow differently across releases, so it is set here.
+config_interface -m_axi_addr64
 
 set cosim_frames 1
 if {[info exists ::env(ZQ_COSIM_FRAMES)]} { set cosim_frames $::env(ZQ_COSIM_FRAMES) }
