@@ -43,7 +43,7 @@ constexpr unsigned STATUS_WEIGHT_IMAGE = 1u << 5;  // the weight image header is
 
 // engine_info bits (ENGINE_INFO_BITS); SPEC_VERSION in bits 7:0
 constexpr unsigned INFO_RTL_TWIN = 1u << 8;  // the RTL twin: measures cycles (cycles_last, layer_cycles, dram_* registers)
-constexpr unsigned INFO_WEIGHT_CACHE = 1u << 9;  // the whole weight image fits the on-chip ring and is read once per weights address
+constexpr unsigned INFO_WEIGHT_CACHE = 1u << 9;  // the whole weight image fits on chip: it is read once, then kept while every frame's header check passes (a reset or a failed check drops it)
 constexpr unsigned INFO_DDR_TENSORS = 1u << 10;  // some activations live in DDR (the scratch area is used)
 
 // Weight-image header fields (32-bit little-endian words, in order)

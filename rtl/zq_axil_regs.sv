@@ -47,7 +47,6 @@ module zq_axil_regs #(
     input  wire               ap_ready,
     // inputs
     output logic [63:0]       wts,
-    output logic              wts_written,    // pulse: the host wrote part of `wts`
     output logic [63:0]       act,
     output logic [31:0]       layer_sel,
     // outputs (data, ap_vld)
@@ -155,14 +154,13 @@ module zq_axil_regs #(
 
     // ---------------------------------------------------------------- inputs
     always_ff @(posedge clk) begin
-        wts_written <= 1'b0;
         if (rst) begin
             wts <= '0;
             act <= '0;
             layer_sel <= '0;
         end else if (w_hs) begin
-            if (waddr == A_WTS)                   begin wts[31:0]  <= merge(wts[31:0]);  wts_written <= 1'b1; end
-            if (waddr == A_WTS + ADDR_W'(4))      begin wts[63:32] <= merge(wts[63:32]); wts_written <= 1'b1; end
+            if (waddr == A_WTS)                   wts[31:0]  <= merge(wts[31:0]);
+            if (waddr == A_WTS + ADDR_W'(4))      wts[63:32] <= merge(wts[63:32]);
             if (waddr == A_ACT)                   act[31:0]  <= merge(act[31:0]);
             if (waddr == A_ACT + ADDR_W'(4))      act[63:32] <= merge(act[63:32]);
             if (waddr == A_LSEL)                  layer_sel  <= merge(layer_sel);

@@ -173,7 +173,6 @@ module zq_top #(
     // ---- registers ------------------------------------------------------------------
     logic        ap_start, ap_done, ap_idle, ap_ready;
     logic [63:0] r_wts, r_act;
-    logic        wts_written;
     logic [31:0] r_layer_sel;
     logic [31:0] o_status, o_frames, o_cycles, o_stalls, o_rd, o_wr, o_lcyc, o_lstall;
     logic        v_end, v_start;
@@ -187,7 +186,7 @@ module zq_top #(
         .s_axi_arready(s_axi_control_ARREADY), .s_axi_rdata(s_axi_control_RDATA), .s_axi_rresp(s_axi_control_RRESP),
         .s_axi_rvalid(s_axi_control_RVALID), .s_axi_rready(s_axi_control_RREADY), .interrupt(interrupt),
         .ap_start(ap_start), .ap_done(ap_done), .ap_idle(ap_idle), .ap_ready(ap_ready),
-        .wts(r_wts), .wts_written(wts_written), .act(r_act), .layer_sel(r_layer_sel),
+        .wts(r_wts), .act(r_act), .layer_sel(r_layer_sel),
         .status(o_status), .status_vld(v_end), .frames_done(o_frames), .frames_done_vld(v_end),
         .net_id(NET_ID), .net_id_vld(v_start), .build_params(BUILD_PARAMS), .build_params_vld(v_start),
         .engine_info(ENGINE_INFO), .engine_info_vld(v_start),
@@ -437,7 +436,7 @@ module zq_top #(
 
     zq_wdma #(.WORD_BYTES(N_PE * N_CI), .WR_W(WR_W), .N_WORDS(N_WORDS), .HDR_BYTES(HDR_BYTES), .NET_ID(NET_ID),
               .CACHE(CACHE)) u_wdma (
-        .clk(ap_clk), .rst(rst_any), .start(frame_start && !addr_bad), .abort(abort), .invalidate(wts_written),
+        .clk(ap_clk), .rst(rst_any), .start(frame_start && !addr_bad), .abort(abort),
         .base(wts_base), .release_words(w_release), .loaded(w_loaded), .hdr_ok(wdma_hdr_ok), .hdr_bad(wdma_hdr_bad),
         .err(wdma_err), .busy(wdma_busy), .w_wr_en(w_wr_en), .w_wr_addr(w_wr_addr), .w_wr_data(w_wr_data),
         .m_arvalid(m_axi_wts_ARVALID), .m_arready(m_axi_wts_ARREADY), .m_araddr(m_axi_wts_ARADDR),

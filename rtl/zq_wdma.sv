@@ -4,11 +4,17 @@
 // words, in order, into the weight ring: word i goes to ring address i mod
 // 2^WR_W and may be written once i < release + 2^WR_W (the MAC loop has released
 // the words it overwrites). Bursts are 16 beats (128 bytes, never across a
-// 4 KiB page: the header and every word are 128-byte aligned).
+// 4 KiB page: the header and every burst are 128-byte aligned); the last one ends
+// with the image (8 beats when 64-byte words come in an odd number).
 //
 // Weight cache: when the whole image fits the ring (CACHE=1), the words stay
-// valid across frames until `invalidate` (the host wrote the weights address)
-// or an error; a cached frame reads nothing and `loaded` is the image size at once.
+// valid across frames. Every frame still reads and checks the header: a cached
+// frame reads only the header (`loaded` is the image size at once, so compute
+// does not wait for it), and a header that fails the check, or a read error,
+// drops the cache (the frame is answered with an error frame). The network ID
+// in the header is a checksum of every integer of the network, so an image
+// whose header passes holds the same words. (The HLS engine keys its cache the
+// same way: it cannot see the address behind its m_axi pointer.)
 `include "zq_spec.svh"
 `default_nettype none
 
@@ -25,11 +31,10 @@ module zq_wdma #(
     input  wire               rst,
     input  wire               start,        // frame start
     input  wire               abort,
-    input  wire               invalidate,
     input  wire [31:0]        base,
     input  wire [23:0]        release_words,
     output logic [23:0]       loaded,       // words in the ring (image index of the next word)
-    output logic              hdr_ok,       // the header of this frame checked out (or the cache holds the image)
+    output logic              hdr_ok,       // the header of this frame checked out
     output logic              hdr_bad,      // the header is not this engine's
     output logic              err,          // an AXI read error
     output logic              busy,
@@ -64,20 +69,23 @@ module zq_wdma #(
     end
 
     logic        cached;          // the ring holds the whole image (CACHE builds)
+    logic        hdr_only;        // this frame reads the header only (the image is cached)
     logic        active;
     logic [31:0] c_base;
     logic [31:0] q_beat;          // next beat to request
     logic [31:0] p_beat;          // next beat to receive
     logic        cmd_ready;
     // a burst is requested once the ring slots of every word it touches are free
-    wire  [31:0] q_word_end = (q_beat + BURST <= HDR_BEATS) ? 32'd0 : ((q_beat + BURST - HDR_BEATS + BPW - 1) / BPW);
+    wire  [31:0] last_beat = hdr_only ? HDR_BEATS : IMG_BEATS;
+    wire  [31:0] q_end = (last_beat - q_beat < BURST) ? last_beat : q_beat + BURST;   // the burst's end
+    wire  [31:0] q_word_end = (q_end <= HDR_BEATS) ? 32'd0 : ((q_end - HDR_BEATS + BPW - 1) / BPW);
     wire         room = CACHE ? 1'b1 : (q_word_end <= {8'd0, release_words} + (32'd1 << WR_W));
-    wire         cmd_valid = active && !abort && (q_beat < IMG_BEATS) && room &&
+    wire         cmd_valid = active && !abort && (q_beat < last_beat) && room &&
                              (q_beat < HDR_BEATS || hdr_ok);
 
     always_ff @(posedge clk) begin
-        if (rst || invalidate) cached <= 1'b0;
-        else if (CACHE != 0 && active && p_beat == IMG_BEATS && hdr_ok && !err_seen) cached <= 1'b1;
+        if (rst) cached <= 1'b0;
+        else if (CACHE != 0 && active && !hdr_only && p_beat == IMG_BEATS && hdr_ok && !err_seen) cached <= 1'b1;
         else if (err_seen || hdr_bad) cached <= 1'b0;
     end
 
@@ -87,12 +95,13 @@ module zq_wdma #(
             active  <= 1'b0;
             q_beat  <= '0;
         end else if (start) begin
-            active  <= !cached;
-            c_base  <= base;
-            q_beat  <= '0;
+            active   <= 1'b1;
+            hdr_only <= cached;
+            c_base   <= base;
+            q_beat   <= '0;
         end else begin
-            if (cmd_valid && cmd_ready) q_beat <= q_beat + BURST;
-            if (abort || (p_beat == IMG_BEATS && rd_idle)) active <= 1'b0;
+            if (cmd_valid && cmd_ready) q_beat <= q_end;
+            if (abort || (p_beat == last_beat && rd_idle)) active <= 1'b0;
         end
     end
 
@@ -100,7 +109,7 @@ module zq_wdma #(
     logic [63:0] rd_data;
     zq_axi_rd #(.ADDR_W(32), .DATA_W(64), .MAX_OUT(MAX_OUT)) u_rd (
         .clk(clk), .rst(rst), .cmd_valid(cmd_valid), .cmd_ready(cmd_ready), .cmd_addr(c_base + (q_beat << 3)),
-        .cmd_beats(5'(BURST)),
+        .cmd_beats(5'(q_end - q_beat)),
         .m_arvalid(m_arvalid), .m_arready(m_arready), .m_araddr(m_araddr), .m_arlen(m_arlen),
         .m_rvalid(m_rvalid), .m_rready(m_rready), .m_rdata(m_rdata), .m_rlast(m_rlast), .m_rresp(m_rresp),
         .out_valid(rd_valid), .out_ready(1'b1), .out_data(rd_data), .out_last(rd_last), .out_err(rd_err),
@@ -117,7 +126,7 @@ module zq_wdma #(
             p_beat   <= '0;
             wbeat    <= '0;
             loaded   <= (start && cached) ? 24'(N_WORDS) : 24'd0;
-            hdr_ok   <= start && cached;
+            hdr_ok   <= 1'b0;
             hdr_bad  <= 1'b0;
             err_seen <= 1'b0;
         end else if (rd_valid) begin

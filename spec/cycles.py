@@ -59,8 +59,10 @@ class RtlTiming:
     ``row_written``: last R beat of a ring row to ``rows_avail`` (register slice,
     unit assembly, port B write).
     ``stem_row``: cycles of the stem's window builder per stem row beyond its
-    column scan (B_WAIT -> B_SCAN, the two-stage window pipeline, the queue and
-    port B write, B_END).
+    column scan: B_WAIT -> B_SCAN (1), the last column through the window stage
+    (1), the queue (1), the port B write (1), B_END's update of ``rows_avail`` (1).
+    ``raw_row``: the last pixel of a raw input row to ``raw_avail`` (pixel
+    register, count register).
     ``frame_head``: the first input beat accepted to the first layer's row fetch
     is *before* it (negative: the layer table is read while the beat arrives).
     ``frame_tail``: the last layer's end to the last logit beat, beyond one beat
@@ -76,7 +78,8 @@ class RtlTiming:
     burst_start: int = 4
     dma_start: int = 2
     row_written: int = 4
-    stem_row: int = 8
+    stem_row: int = 5
+    raw_row: int = 2
     frame_head: int = -1
     frame_tail: int = 6
     restart: int = 2
@@ -193,7 +196,7 @@ def predict(plan, memory: E.MemoryModel = E.MEMORY_MODEL, timing: RtlTiming = RT
             last_raw = min(st["in_size"] - 1, ys * st["s"] - st["pad"] + st["k"] - 1)
             prev = stem_done[-1] if stem_done else 0.0
             slot = stem_release.when(ys + 1 - l0.ring_rows)
-            t = max(prev, raw_ready(last_raw), slot) + scan + T.stem_row
+            t = max(prev, raw_ready(last_raw) + T.raw_row, slot) + scan + T.stem_row
             stem_done.append(t)
             raw_release.set(t, max(0, (ys + 1) * st["s"] - st["pad"]))
         return stem_done[n - 1] if n > 0 else float("-inf")
@@ -203,7 +206,7 @@ def predict(plan, memory: E.MemoryModel = E.MEMORY_MODEL, timing: RtlTiming = RT
     w_free = float("-inf")                 # the write port has written every queued beat by then
     w_last_b = float("-inf")               # ... and had every write response
     out: list[dict] = []
-    rd_bytes = (0 if weights is None else plan.image_bytes)
+    rd_bytes = plan.header_bytes if weights is None else plan.image_bytes   # a cached frame checks the header
     wr_bytes = 0
     for li, l in enumerate(L):
         row = l.row

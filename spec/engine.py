@@ -207,7 +207,8 @@ def decode_build_params(value: int) -> dict:
 
 ENGINE_INFO_BITS: tuple[Bit, ...] = (
     Bit("rtl_twin", 8, "the RTL twin: measures cycles (cycles_last, layer_cycles, dram_* registers)"),
-    Bit("weight_cache", 9, "the whole weight image fits the on-chip ring and is read once per weights address"),
+    Bit("weight_cache", 9, "the whole weight image fits on chip: it is read once, then kept while every "
+                           "frame's header check passes (a reset or a failed check drops it)"),
     Bit("ddr_tensors", 10, "some activations live in DDR (the scratch area is used)"),
 )
 ENGINE_INFO = {b.name: b for b in ENGINE_INFO_BITS}
@@ -282,8 +283,8 @@ REGISTERS: tuple[Register, ...] = (
     Register("GIE", 0x04, "ctrl", "bit 0: global interrupt enable", access="RW"),
     Register("IER", 0x08, "ctrl", "bit 0: ap_done interrupt enable, bit 1: ap_ready interrupt enable", access="RW"),
     Register("ISR", 0x0C, "ctrl", "interrupt status, toggle on write", bits=ISR_BITS, access="TOW"),
-    Register("wts", 0x10, "in64", "DDR address of the weight image (m_axi_wts); 4 KiB aligned. Writing it "
-             "drops the cached weights", access="RW"),
+    Register("wts", 0x10, "in64", "DDR address of the weight image (m_axi_wts); 4 KiB aligned. Its header "
+             "is read and checked at every frame", access="RW"),
     Register("act", 0x1C, "in64", "DDR address of the activation scratch area (m_axi_act); 4 KiB aligned",
              access="RW"),
     Register("status", 0x28, "out", "last frame: error flags (STATUS_BITS) in 15:0, error frames since reset "

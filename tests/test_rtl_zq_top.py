@@ -74,18 +74,20 @@ def issue_cycles(l) -> int:
     return l.mac_cycles + l.n_bands * (1 + l.co_groups) + 27
 
 
-def check_layers(ex, measured: list[dict], tol: float = 0.03) -> None:
-    """Every layer within ``tol`` of the cycle model; layers without stalls exactly at the
+def check_layers(ex, measured: list[dict], tol: float = 0.03, first_frame: bool = False) -> None:
+    """Every layer within ``tol`` of the cycle model (of the first frame after a reset, which
+    reads a cached weight image, when ``first_frame``); layers without stalls exactly at the
     independent count of issue_cycles."""
     plan = load_plan(ex)
-    model = predict(plan)["layers"]
+    model = predict(plan, cached=not first_frame)["layers"]
     man = json.loads((ex / "manifest.json").read_text())
     assert RTL_TIMING.layer_overhead == 27
     for m, p, pl, ml in zip(measured, model, plan.layers, man["layers"]):
         assert abs(p["cycles"] - m["cycles"]) <= tol * m["cycles"], (m, p)
         if m["stalls"] == 0:
             assert m["cycles"] == issue_cycles(pl), (m, pl)
-        assert ml["cycles_model"] == p["cycles"]
+        if not first_frame:
+            assert ml["cycles_model"] == p["cycles"]
 
 
 # ---- logits ------------------------------------------------------------------
@@ -218,7 +220,7 @@ def test_layer_cycles(net, rtl, request):
         pytest.skip("layer profiling registers exist in the RTL twin only")
     r = run(ex, rtl, "layer_cycles", run_name=f"layer_cycles_{net}")
     assert r["beyond"] == 0
-    check_layers(ex, r["layers"])
+    check_layers(ex, r["layers"], first_frame=True)
     plan = load_plan(ex)
     model = predict(plan, cached=False)["frame"]["cycles"]     # the first frame after reset reads the image
     assert abs(r["cycles_last"] - model) <= 0.01 * model
