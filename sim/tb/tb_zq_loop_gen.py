@@ -18,9 +18,11 @@ streamed weights. Around it, models of the DMAs: a weight DMA that loads the rin
   from the layer's start; ``w_release`` = the block's end after each streamed block, the
   layer's end after the last step of a resident layer, 0 after ``frame_start``;
 * timing: a stall-free layer issues bands*(1 + groups*(1 + steps per block)) - 1 cycles from
-  its first bias step to its last step; ``stall_mem`` counts exactly the cycles without a step
-  while the counters run; ``busy`` from the cycle after ``start`` to the cycle before the last
-  step leaves S0;
+  its first bias step to its last step (one band check per band, one bias step per block, one
+  MAC step per cycle), after the same number of set-up cycles for every layer; ``stall_mem``
+  counts exactly the cycles without a step while the counters run (what is neither a band
+  check, a step nor a stall is the same few set-up cycles in every layer); ``busy`` from the
+  cycle after ``start`` to the cycle before the last step leaves S0;
 * ``abort`` drops the steps in flight at once; the next layer runs normally.
 """
 
@@ -131,6 +133,8 @@ class TB(TBBase):
         self.full = 0
         self.p_w, self.p_row, self.p_full_on, self.p_full_off = 0.5, 0.3, 0.04, 0.3
         self.ideal = False
+        self.overheads: list[int] = []
+        self.lead: list[int] = []
         self.rel_hist = collections.deque([(0, 0)] * 8, maxlen=8)
         for n in ("frame_start", "start", "abort", "rows_avail", "w_loaded", "out_full"):
             getattr(dut, n).value = 0
@@ -287,12 +291,19 @@ class TB(TBBase):
         self.check(all(H[c]["busy"] for c in range(t_s + 1, t_last - 1)), f"layer {L.name}: busy dropped early")
         self.eq((H[t_last - 2]["busy"], H[t_last - 1]["busy"]), (1, 0), f"layer {L.name}: busy around the last step")
         self.eq(t_e, t_last - 1, f"layer {L.name}: busy falls one cycle before the last step leaves S0")
-        stalls = sum(H[c]["stall"] for c in range(t_s + 2, t_e))
+        # every cycle of a running layer is a band check, a step, a stall (stall_mem, one cycle
+        # later) or one of a fixed number of set-up / wind-down cycles, the same for every layer
+        stalls = sum(H[c]["stall"] for c in range(t_s + 2, t_e + 1))
+        overhead = (t_e - t_s) - L.n_bands - len(model) - stalls
+        self.overheads.append(overhead)
+        self.eq(overhead, self.overheads[0], f"layer {L.name}: cycles neither band check, step nor stall_mem "
+                                             f"(the same for every layer: stall_mem counts every waiting cycle)")
+        self.check(0 < overhead <= 8, f"layer {L.name}: {overhead} set-up cycles")
         n_bias = L.n_bands * L.groups
-        self.eq(stalls, (t_e - t_s - 2) - L.n_bands - len(model),
-                f"layer {L.name}: stall_mem cycles (running cycles minus band checks and steps)")
+        self.lead.append(t_first - t_s)
         if self.ideal:
-            self.eq(t_first - t_s, 5, f"layer {L.name}: cycles from start to the first (bias) step without stalls")
+            self.eq(t_first - t_s, self.lead[0], f"layer {L.name}: cycles from start to the first (bias) step "
+                                                 "without stalls (the same for every layer)")
             spb = (1 << L.lg_band) * (1 << L.lg_out) * L.k * L.k * L.chunks
             self.eq(t_last - t_first + 1, L.n_bands * (1 + L.groups * (1 + spb)) - 1,
                     f"layer {L.name}: cycles from the first to the last step without stalls")

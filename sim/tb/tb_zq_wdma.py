@@ -7,7 +7,8 @@ MAC loop releases ring words some time after they arrive (``release_words`` star
 frame, as in zq_top). Errors are handled as zq_top does: ``abort`` until ``busy`` falls.
 Checked:
 
-* AR: 16-beat bursts at base, base+128, ... (never across 4 KiB), the words' bursts only after
+* AR: 16-beat bursts at base, base+128, ... (never across 4 KiB) covering exactly the image (the
+  last one shorter when 64-byte words come in an odd number), the words' bursts only after
   ``hdr_ok``, a burst only once every word it touches is < release + 2^WR_W (CACHE=0);
 * the ring writes: word i at address i mod 2^WR_W with the image's bytes, in order,
   ``loaded`` = i+1 with it; ``loaded`` = N_WORDS and ``busy`` low at the end; ``bytes_read``;
@@ -121,6 +122,7 @@ class TB(TBBase):
         self.writes = []
         self.ar_rise = []
         self.frame_ar0 = len(self.axi.ar)
+        self.bytes0 = 8 * len(self.axi.r)
         await self.cycle()
         d.start.value = 0
         await self.settle()
@@ -158,8 +160,10 @@ class TB(TBBase):
         ars = [(a, n) for _, a, n in self.axi.ar[self.frame_ar0:]]
         hdr_bursts = self.hdr_bytes // 128
         if kind == "full":
-            n_b = -(-(self.hdr_bytes + self.n_words * self.wb) // 128)
-            self.eq(ars, [(BASE + 128 * k, 16) for k in range(n_b)], "AR bursts of the image")
+            beats = (self.hdr_bytes + self.n_words * self.wb) // 8        # exactly the image
+            self.eq(ars, [(BASE + 128 * k, min(16, beats - 16 * k)) for k in range(-(-beats // 16))],
+                    "AR bursts of the image (16 beats, the last one ending with the image)")
+            self.eq(u(self.dut.bytes_read) - self.bytes0, 8 * beats, "bytes_read of the frame")
             self.eq([(a, dt) for _, a, dt, _ in self.writes],
                     [(i % self.ring, w) for i, w in enumerate(self.words)], "ring writes (address, word)")
             self.eq([ld for *_, ld in self.writes], list(range(1, self.n_words + 1)), "loaded with each ring write")
