@@ -69,7 +69,7 @@ SLOW: dict[str, list[dict]] = {
     "zq_mac_array": [dict(N_PE=32, N_CI=8), dict(N_PE=16, N_CI=16)],
     "zq_requant":   [dict(N_PE=2, ACC_W=32, OUT_W=17)],
     "zq_loop_gen":  [dict(N_PE=8, WPG=1, ROW_W=11, WR_W=7)],
-    "zq_out_dma":   [dict(N_PE=8, DEPTH=16, MARGIN=6, MAX_OUT=4)],
+    "zq_out_dma":   [dict(N_PE=8, DEPTH=32, MARGIN=12, MAX_OUT=4)],
     "zq_fill_dma":  [dict(N_PE=32, ROW_W=12, MAX_OUT=4)],
     "zq_wdma":      [_wdma(256, 6, 30, 0), _wdma(128, 6, 50, 1)],
     "zq_stem":      [_stem(8, 3, 3, 1, 7, 4, 4, 4), _stem(32, 1, 3, 2, 2, 8, 2, 8, row_w=12)],

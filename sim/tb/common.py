@@ -150,15 +150,6 @@ def pause_gen(rng: random.Random, p: float):
     return iter(lambda: rng.random() < p, None)
 
 
-def quiet(*drivers) -> None:
-    import logging
-    for d in drivers:
-        for name in ("log",):
-            lg = getattr(d, name, None)
-            if isinstance(lg, logging.Logger):
-                lg.setLevel(logging.WARNING)
-
-
 # ---- cocotbext-axi on modules with a reduced AXI port set ---------------------------------
 class _Absent:
     """Stands in for an AXI signal the module does not have (IDs, AxSIZE, AxBURST): cocotbext-axi's

@@ -15,7 +15,7 @@ import collections
 
 import cocotb
 
-from zynqflow.sim.tb.common import TBBase, pack, u, unpack
+from zynqflow.sim.tb.common import TBBase, pack, u
 
 
 class TB(TBBase):

@@ -8,7 +8,8 @@ The memory is the project's DDR port model (``sim/ddr_model.py``: cocotbext-axi
 * never more than MAX_OUT bursts outstanding, and MAX_OUT is reached (long read latency);
 * ``cmd_ready`` = no AR pending and fewer than MAX_OUT outstanding, every cycle;
 * the ``out_*`` beats: the memory's words in command order, ``out_last`` on each burst's
-  last beat, ``out_err`` exactly on SLVERR beats (injected), held while ``out_ready`` is low;
+  last beat, ``out_err`` exactly on SLVERR and DECERR beats (injected), held while ``out_ready``
+  is low;
 * ``idle`` = nothing outstanding and no AR pending, every cycle.
 """
 
@@ -18,6 +19,7 @@ import collections
 
 import cocotb
 from cocotb.utils import get_sim_steps
+from cocotbext.axi.constants import AxiResp
 from cocotbext.axi.sparse_memory import SparseMemory
 
 from zynqflow.sim.ddr_model import _Read
@@ -26,6 +28,29 @@ from zynqflow.spec.engine import AXI_BURST_BEATS, MemoryModel
 
 BASE = 0x2000_0000
 SPAN = 0x4000
+
+
+class _ReadDecerr(_Read):
+    """The DDR read model, with address ranges that answer DECERR (the model's faults are SLVERR)."""
+
+    def __init__(self, *args, **kw):
+        super().__init__(*args, **kw)
+        self.decerr: list[tuple[int, int]] = []
+        self._dec = False
+        send = self.r_channel.send
+
+        async def send_resp(r):
+            if self._dec:
+                r.rresp = AxiResp.DECERR
+                self._dec = False
+            await send(r)
+        self.r_channel.send = send_resp
+
+    async def _read(self, address, length):
+        if any(lo <= address < hi for lo, hi in self.decerr):
+            self._dec = True
+            raise IOError(f"injected decode error at 0x{address:08x}")
+        return await super()._read(address, length)
 
 
 class TB(TBBase):
@@ -37,7 +62,7 @@ class TB(TBBase):
         self.mem = SparseMemory(1 << 32)
         self.image = bytes(self.rng.getrandbits(8) for _ in range(SPAN))
         self.mem.write(BASE, self.image)
-        self.ram = _Read(axi_read_bus(dut, "m"), self.clk, self.rst, reset_active_level=True, mem=self.mem,
+        self.ram = _ReadDecerr(axi_read_bus(dut, "m"), self.clk, self.rst, reset_active_level=True, mem=self.mem,
                          model=MemoryModel(read_latency=latency, max_reads=4 * self.max_out))
         self.ram._period = get_sim_steps(CLK_NS, "ns")
         self.ram.log.setLevel("WARNING")
@@ -54,8 +79,8 @@ class TB(TBBase):
         dut.cmd_valid.value = 0
         dut.out_ready.value = 0
 
-    def fail_reads(self, lo, hi):
-        self.ram.fail.append((lo, hi))
+    def fail_reads(self, lo, hi, decerr: bool = False):
+        (self.ram.decerr if decerr else self.ram.fail).append((lo, hi))
         self.fail_ranges.append((lo, hi))
 
     def command(self) -> tuple[int, int]:
@@ -174,14 +199,17 @@ async def back_to_back_no_stalls(dut):
 
 @cocotb.test()
 async def read_errors(dut):
-    """SLVERR on some beats: out_err on exactly those beats, the rest of the data intact."""
+    """SLVERR and DECERR on some beats: out_err on exactly those beats, the rest of the data intact."""
     tb = TB(dut, "read_errors")
     tb.fail_reads(BASE + 0x1000, BASE + 0x1000 + 40 * tb.nb)
-    tb.fail_reads(BASE + 0x2FF0, BASE + 0x3008)
+    tb.fail_reads(BASE + 0x2FF0, BASE + 0x3008, decerr=True)
     await tb.reset()
     tb.start()
     cmds = [(BASE + 0x1000 - 4 * tb.nb, 4), (BASE + 0x1000, 16), (BASE + 0x1000 + 32 * tb.nb, 16),
             (BASE + 0x3000 - 4 * tb.nb, 4), (BASE + 0x3000, 3)] + [tb.command() for _ in range(12)]
     await tb.issue(cmds)
     await tb.finish()
+    resp = [r for *_, r in tb.axi.r]
+    tb.check(resp.count(int(AxiResp.SLVERR)) >= 24 and resp.count(int(AxiResp.DECERR)) >= 2,
+             f"error responses seen: {sorted(set(resp))}")
     tb.done(100)

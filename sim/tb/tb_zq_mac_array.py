@@ -15,7 +15,6 @@ Against numpy dot products: every MAC step's accumulators, eight cycles after it
 
 from __future__ import annotations
 
-import collections
 
 import cocotb
 import numpy as np

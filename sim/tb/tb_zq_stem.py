@@ -77,7 +77,8 @@ class TB(TBBase):
         self.units: list = []            # (cycle, row, mask, data)
         self.beats: list = []            # (cycle, tlast)
         self.first_beats: list[int] = []
-        self.rows_avail_max_err = None
+        self.t_start = 1 << 30
+        self.units_per_row = self.size * -(-self.param("IN_WORDS") // self.param("WPG"))
         self.abort_cycle = None
         for n in ("start", "abort", "ring", "lg_rows", "release_rows", "b_ready"):
             getattr(dut, n).value = 0
@@ -96,10 +97,18 @@ class TB(TBBase):
     async def monitor(self):
         d = self.dut
         held = None
-        done_units_rows = 0
+        ra_prev = 0
         while True:
             await self.step()
             c = self.cycles
+            if c > self.t_start and self.abort_cycle is None:
+                ra = u(d.rows_avail)
+                rows_written = len(self.units) // self.units_per_row
+                self.check(ra_prev <= ra <= rows_written,
+                           f"rows_avail={ra} at cycle {c} (before: {ra_prev}) with {rows_written} stem rows written")
+                ra_prev = ra
+            else:
+                ra_prev = 0
             rel = u(d.release_rows)
             self.rel_hist.append(rel)
             bv, br = u(d.b_valid), u(d.b_ready)
@@ -124,6 +133,7 @@ class TB(TBBase):
         d.start.value = 1
         self.units, self.beats, self.first_beats = [], [], []
         self.abort_cycle = None
+        self.t_start = 1 << 30
         await self.cycle()
         d.start.value = 0
         self.t_start = self.cycles
