@@ -310,7 +310,7 @@ def plan_layout(cfg: NetConfig, engine: EngineParams = EngineParams()) -> HwPlan
     in_words = _ceil(s_ch, C)
     stem = dict(im2col=int(im2col), in_size=in_size, in_ch=in_ch, k=s_k, s=s_s, pad=s_k // 2,
                 size=s_size, ch=s_ch, in_words=in_words,
-                in_bytes=in_size * in_size * in_ch, raw_rows=_pow2_ceil(s_k + s_s))
+                in_bytes=in_size * in_size * in_ch, raw_rows=_pow2_ceil(s_k + s_s + 1))
 
     # ---- layers as the engine runs them -------------------------------------
     shapes = cfg.tensor_shapes()

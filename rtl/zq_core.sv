@@ -159,30 +159,66 @@ module zq_core #(
         .clk(clk), .acc(acc), .rnd(rq_rnd), .shr(rq_shr), .sh(rq_sh), .relu(relu), .lo(out_lo), .hi(out_hi), .y(y)
     );
 
-    // ---- metadata: destination addresses at S1, carried to S15 -----------------------
-    localparam META_W = 3 + NV_W + WPG + WPG * ROW_W + 32 + 16 + GR_W;
+    // ---- metadata: flags at S1, destination addresses over S1..S4, all carried to S15 ----------
+    // The addresses are products of variable shifts (map sizes are powers of two); they are
+    // formed in stages: S1 word/group numbers and the pixel's offset in its run, S2 the shifts,
+    // S3 the sums, S4 the DDR byte address.
+    localparam META_W = 3 + NV_W + WPG + GR_W;
+    localparam ADR_W  = WPG * ROW_W + 32 + 16;
     logic [META_W-1:0] meta [1:LAT];
+    logic [ADR_W-1:0]  ameta [4:LAT];
     logic [LAT:1]      mv;            // a MAC step's pixel result at this stage (last step)
     wire [NV_W:0]      nwords0 = ({1'b0, s_nvalid} + (NV_W+1)'(N_CI - 1)) >> $clog2(N_CI);
+    // per-layer terms (the layer constants hold still while its steps are in flight)
+    logic [4:0]  lg2;                 // log2 of the map's pixels
+    logic [19:0] lo_mask, run_units;  // a band's pixels - 1, and its pixels (one run per group)
+    always_ff @(posedge clk) begin
+        lg2       <= lg_out + lg_out;
+        run_units <= 20'd1 << (lg_band + lg_out);
+        lo_mask   <= (20'd1 << (lg_band + lg_out)) - 20'd1;
+    end
     logic [WPG-1:0]    m_en;
-    logic [WPG*ROW_W-1:0] m_rows;
+    logic [9:0]        cw1 [0:WPG-1];
     always_comb begin
         for (int b = 0; b < WPG; b++) begin
-            logic [9:0] w, cw;
+            logic [9:0] w;
             w  = 10'((b - 32'(dst_cw0)) & (WPG - 1));
-            cw = dst_cw0 + (s_g << LWPG) + w;
+            cw1[b]  = dst_cw0 + (s_g << LWPG) + w;
             m_en[b] = w < 10'(nwords0);
-            m_rows[b*ROW_W +: ROW_W] = dst_base + (ROW_W'(cw >> LWPG) << (lg_out + lg_out)) + ROW_W'(s_pix);
         end
     end
-    wire [19:0] run_units  = 20'(1) << (lg_band + lg_out);
-    wire [19:0] band_pix0  = (s_pix >> (lg_band + lg_out)) << (lg_band + lg_out);
-    wire [31:0] ddr_unit   = ((32'(dst_cg0) + 32'(s_g)) << (lg_out + lg_out)) + 32'(s_pix);
+    // S1
+    logic [9:0]  a1_cw [0:WPG-1];
+    logic [19:0] a1_pix, a1_off;
+    logic [31:0] a1_g;
+    // S2
+    logic [ROW_W-1:0] a2_rsh [0:WPG-1];
+    logic [19:0] a2_pix;
+    logic [31:0] a2_gsh;
+    logic [15:0] a2_left;
+    // S3
+    logic [WPG*ROW_W-1:0] a3_rows;
+    logic [31:0] a3_unit;
+    logic [15:0] a3_left;
+    always_ff @(posedge clk) begin
+        for (int b = 0; b < WPG; b++) a1_cw[b] <= cw1[b];
+        a1_pix <= s_pix;
+        a1_off <= s_pix & lo_mask;
+        a1_g   <= 32'(dst_cg0) + 32'(s_g);
+        for (int b = 0; b < WPG; b++) a2_rsh[b] <= ROW_W'(a1_cw[b] >> LWPG) << lg2;
+        a2_pix  <= a1_pix;
+        a2_gsh  <= a1_g << lg2;
+        a2_left <= 16'(run_units - a1_off);
+        for (int b = 0; b < WPG; b++) a3_rows[b*ROW_W +: ROW_W] <= dst_base + a2_rsh[b] + ROW_W'(a2_pix);
+        a3_unit <= a2_gsh + 32'(a2_pix);
+        a3_left <= a2_left;
+        ameta[4] <= {a3_rows, dst_addr + (a3_unit << LPE), a3_left};
+        for (int i = 5; i <= LAT; i++) ameta[i] <= ameta[i-1];
+    end
     always_ff @(posedge clk) begin
         if (rst || abort) mv <= '0;
         else              mv <= {mv[LAT-1:1], s_valid && s_last};
-        meta[1] <= {s_blk_last, s_first, s_last, s_nvalid, m_en, m_rows, dst_addr + (ddr_unit << LPE),
-                    16'(run_units - (s_pix - band_pix0)), GR_W'(dst_cg0) + GR_W'(s_g)};
+        meta[1] <= {s_blk_last, s_first, s_last, s_nvalid, m_en, GR_W'(dst_cg0) + GR_W'(s_g)};
         for (int i = 2; i <= LAT; i++) meta[i] <= meta[i-1];
     end
 
@@ -193,7 +229,8 @@ module zq_core #(
     wire [31:0]           m_addr;
     wire [15:0]           m_left;
     wire [GR_W-1:0]       m_grow;
-    assign {m_blk_last, m_first, m_last, m_nvalid, m_en15, m_rows15, m_addr, m_left, m_grow} = meta[LAT];
+    assign {m_blk_last, m_first, m_last, m_nvalid, m_en15, m_grow} = meta[LAT];
+    assign {m_rows15, m_addr, m_left} = ameta[LAT];
 
     // lanes of channels >= the group's valid count are written as 0
     logic [N_PE*8-1:0] lanes;

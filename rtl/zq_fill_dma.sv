@@ -47,7 +47,6 @@ module zq_fill_dma #(
 );
 
     localparam BPU = N_PE / 8;                 // beats per unit
-    localparam LPE = $clog2(N_PE);
 
     // parameter checks, at elaboration
     if (N_PE < 8 || N_PE % 8 != 0) begin : g_param_check0
@@ -55,48 +54,70 @@ module zq_fill_dma #(
     end
 
     // ---- requests ----------------------------------------------------------------------
+    // Addresses are counted, not computed: the next request's address and the bytes left in
+    // its run advance by adds only; the burst length and the ring check are registered one
+    // cycle behind them (`settle`; the reader takes a command every other cycle at most).
     logic        active;
     logic [4:0]  c_lg_w, c_lg_rows;
     logic [7:0]  c_cgrps;
-    logic [31:0] c_base;
     logic [ROW_W-1:0] c_ring;
+    logic [15:0] run_bytes;    // W * N_PE: one (row, channel group) run
+    logic [31:0] cg_skip;      // H * W * N_PE - run_bytes: from a run's end to the next group's run
+    logic [10:0] h;            // H = W
     logic [10:0] q_y;          // row being requested
     logic [7:0]  q_cg;
-    logic [15:0] q_byte;       // byte offset inside the (row, cg) run
-    wire  [15:0] run_bytes = 16'(N_PE) << c_lg_w;
-    wire  [15:0] left      = run_bytes - q_byte;
-    wire  [31:0] q_addr    = c_base + (((32'(q_cg) << c_lg_w) + 32'(q_y)) << (32'(c_lg_w) + LPE)) + 32'(q_byte);
-    wire  [7:0]  to_line   = 8'd128 - {1'b0, q_addr[6:0]};
-    wire  [15:0] chunk     = (left < 16'(to_line)) ? left : 16'(to_line);
-    wire  [10:0] h         = 11'd1 << c_lg_w;
-    wire         slot_free = q_y < release_rows + (11'd1 << c_lg_rows);
+    logic [31:0] q_addr;       // next request's address
+    logic [31:0] row_addr;     // address of row q_y's first run (channel group 0)
+    logic [15:0] left;         // bytes left in the current run
+    logic [15:0] chunk;        // the next burst's bytes (registered)
+    logic        slot_free;    // row q_y's ring slot is free (registered)
+    logic        settle;
     logic        cmd_ready;
     logic [10:0] p_y;          // row of the response unit being assembled
     wire         resp_done = p_y >= h;
-    wire         cmd_valid = active && (q_y < h) && slot_free && !abort;
+    wire         cmd_valid = active && !settle && (q_y < h) && slot_free && !abort;
+    wire  [7:0]  to_line   = 8'd128 - {1'b0, q_addr[6:0]};
+
+    always_ff @(posedge clk) begin
+        chunk     <= (left < 16'(to_line)) ? left : 16'(to_line);
+        slot_free <= q_y < release_rows + (11'd1 << c_lg_rows);
+    end
 
     always_ff @(posedge clk) begin
         if (rst) begin
             active <= 1'b0;
         end else if (start) begin
-            active  <= 1'b1;
-            c_lg_w  <= lg_w;   c_lg_rows <= lg_rows;  c_cgrps <= cgrps;
-            c_base  <= base;   c_ring <= ring;
-            q_y <= '0; q_cg <= '0; q_byte <= '0;
+            active    <= 1'b1;
+            c_lg_w    <= lg_w;   c_lg_rows <= lg_rows;  c_cgrps <= cgrps;
+            c_ring    <= ring;
+            h         <= 11'd1 << lg_w;
+            run_bytes <= 16'(N_PE) << lg_w;
+            left      <= 16'(N_PE) << lg_w;
+            cg_skip   <= (32'(N_PE) << (lg_w + lg_w)) - (32'(N_PE) << lg_w);
+            q_y <= '0; q_cg <= '0;
+            q_addr    <= base;
+            row_addr  <= base;
+            settle    <= 1'b1;
         end else if (cmd_valid && cmd_ready) begin
-            if (chunk == left) begin
-                q_byte <= '0;
+            settle <= 1'b1;
+            if (chunk == left) begin                 // the run ends
+                left <= run_bytes;
                 if (q_cg == c_cgrps - 8'd1) begin
-                    q_cg <= '0;
-                    q_y  <= q_y + 11'd1;
+                    q_cg     <= '0;
+                    q_y      <= q_y + 11'd1;
+                    row_addr <= row_addr + 32'(run_bytes);
+                    q_addr   <= row_addr + 32'(run_bytes);
                 end else begin
-                    q_cg <= q_cg + 8'd1;
+                    q_cg   <= q_cg + 8'd1;
+                    q_addr <= q_addr + 32'(chunk) + cg_skip;
                 end
             end else begin
-                q_byte <= q_byte + chunk;
+                left   <= left - chunk;
+                q_addr <= q_addr + 32'(chunk);
             end
-        end else if (abort || (q_y >= h && resp_done)) begin
-            active <= 1'b0;
+        end else begin
+            settle <= 1'b0;
+            if (abort || (q_y >= h && resp_done)) active <= 1'b0;
         end
     end
 
@@ -113,48 +134,61 @@ module zq_fill_dma #(
     );
 
     // ---- responses: beats -> units -> ring rows -------------------------------------
+    // The unit's activation-RAM row is counted too: p_slot0 = ring + (y mod R) * W, p_run0 =
+    // p_slot0 + cg * R * W, p_row = p_run0 + x.
     logic [7:0]  p_cg;
     logic [10:0] p_x;
+    logic [ROW_W-1:0] p_slot0, p_run0, p_row;
+    logic [ROW_W-1:0] rw;      // R * W: from one channel group's ring to the next
     logic [$clog2(BPU+1)-1:0] p_beat;
     logic [N_PE*8-1:0] unit;   // beats of the unit being assembled
     logic        b_row_last;   // the unit on port B completes its row
     assign rd_ready = !b_valid || b_ready;
-    wire   unit_done = rd_valid && rd_ready && (32'(p_beat) == BPU - 1);
-    logic [N_PE*8-1:0] unit_next;
-    always_comb begin
-        unit_next = unit;
-        unit_next[(BPU-1)*64 +: 64] = rd_data;
-    end
+    wire   unit_done = rd_valid && rd_ready && (p_beat == ($clog2(BPU+1))'(BPU - 1));
+    wire   last_x    = p_x == h - 11'd1;
+    wire   last_cg   = p_cg == c_cgrps - 8'd1;
+    wire   wrap_y    = ((p_y + 11'd1) & ((11'd1 << c_lg_rows) - 11'd1)) == '0;
+    // beats shift in from the top: after BPU of them the first is in the low 64 bits
+    wire [N_PE*8-1:0] unit_next = (BPU > 1) ? {rd_data, unit[N_PE*8-1:64]} : (N_PE*8)'(rd_data);
 
     always_ff @(posedge clk) begin
         if (rst || start) begin
             p_y <= '0; p_cg <= '0; p_x <= '0; p_beat <= '0;
             b_valid <= 1'b0;
             rows_avail <= '0;
+            p_slot0 <= ring;
+            p_run0  <= ring;
+            p_row   <= ring;
+            rw      <= ROW_W'(1) << (lg_rows + lg_w);
         end else begin
             if (b_valid && b_ready) begin
                 b_valid <= 1'b0;
                 if (b_row_last) rows_avail <= rows_avail + 11'd1;
             end
             if (rd_valid && rd_ready) begin
-                unit[p_beat*64 +: 64] <= rd_data;
+                unit <= unit_next;
                 if (unit_done) begin
                     p_beat     <= '0;
                     b_valid    <= 1'b1;
                     b_data     <= unit_next;
-                    b_row      <= c_ring + ROW_W'(((32'(p_cg) << c_lg_rows) + 32'(p_y & 11'((11'd1 << c_lg_rows) - 11'd1)))
-                                                  << c_lg_w) + ROW_W'(p_x);
-                    b_row_last <= (p_x == h - 11'd1) && (p_cg == c_cgrps - 8'd1);
-                    if (p_x == h - 11'd1) begin
+                    b_row      <= p_row;
+                    b_row_last <= last_x && last_cg;
+                    if (last_x) begin
                         p_x <= '0;
-                        if (p_cg == c_cgrps - 8'd1) begin
-                            p_cg <= '0;
-                            p_y  <= p_y + 11'd1;
+                        if (last_cg) begin
+                            p_cg    <= '0;
+                            p_y     <= p_y + 11'd1;
+                            p_slot0 <= wrap_y ? c_ring : p_slot0 + ROW_W'(h);
+                            p_run0  <= wrap_y ? c_ring : p_slot0 + ROW_W'(h);
+                            p_row   <= wrap_y ? c_ring : p_slot0 + ROW_W'(h);
                         end else begin
-                            p_cg <= p_cg + 8'd1;
+                            p_cg   <= p_cg + 8'd1;
+                            p_run0 <= p_run0 + rw;
+                            p_row  <= p_run0 + rw;
                         end
                     end else begin
-                        p_x <= p_x + 11'd1;
+                        p_x   <= p_x + 11'd1;
+                        p_row <= p_row + ROW_W'(1);
                     end
                 end else begin
                     p_beat <= p_beat + 1'b1;

@@ -25,7 +25,8 @@ module zq_loop_gen #(
     parameter ROW_W  = 12,      // activation-RAM row bits
     parameter WR_W   = 9,       // weight-ring word address bits (ring of 2^WR_W words)
     parameter BANK_W = (WPG > 1) ? $clog2(WPG) : 1,
-    parameter NV_W   = $clog2(N_PE + 1)
+    parameter NV_W   = $clog2(N_PE + 1),
+    parameter REL_DELAY = 4         // cycles from the loop passing a row / word to its release
 ) (
     input  wire               clk,
     input  wire               rst,
@@ -51,7 +52,7 @@ module zq_loop_gen #(
     input  wire               w_res,
     // flow control
     input  wire [10:0]        rows_avail,   // input rows in the ring (ring-fed layers)
-    output logic [10:0]       rows_release, // input rows the ring may overwrite
+    output logic [10:0]       rows_release, // input rows the ring may overwrite (REL_DELAY after the loop)
     input  wire [23:0]        w_loaded,     // weight-image words in the ring
     output logic [23:0]       w_release,    // weight-image words the ring may overwrite
     input  wire               out_full,     // the output path cannot take more results
@@ -85,14 +86,22 @@ module zq_loop_gen #(
     logic [11:0] c_lr_off;         // (R-1)*s - k/2 + k - 1: last input row of a band minus band*R*s
 
     // ---- counters ---------------------------------------------------------------
-    localparam [2:0] G_IDLE = 3'd0, G_BAND = 3'd1, G_BLK = 3'd2, G_RUN = 3'd3, G_END = 3'd4;
+    localparam [2:0] G_IDLE = 3'd0, G_BAND = 3'd1, G_BLK = 3'd2, G_RUN = 3'd3, G_END = 3'd4, G_PREP = 3'd5;
     logic [2:0]  state;
     logic [10:0] band, r, ox;       // band index, row within band, output column
     logic [9:0]  g, c;
     logic [1:0]  ky, kx;
     logic [23:0] blk_base;          // image word of block g's bias
     logic [10:0] band_row0;         // band * R * s (input row of the band's first output row before padding)
+    logic [10:0] band_oy0;          // band * R: the band's first output row
+    logic [10:0] oy;                // the output row: band_oy0 + r (a counter, not an add)
     logic [WR_W-1:0] w_addr;
+    logic [10:0] n_bands;           // bands of the layer (out >> lg_band), set in G_PREP
+    logic [11:0] band_step;         // input rows from one band to the next (R << s), set in G_PREP
+    logic [10:0] need_r;            // input rows the current band waits for
+    logic [10:0] need_next;         // ... and the next band (from band_row0, a cycle behind it)
+    logic [10:0] rel_rows_q;        // releases as the loop makes them; the outputs follow REL_DELAY later
+    logic [23:0] rel_w_q;
 
     wire [1:0]  kmax    = c_k3 ? 2'd2 : 2'd0;
     wire        last_c  = c == c_chunks - 10'd1;
@@ -101,28 +110,33 @@ module zq_loop_gen #(
     wire        last_ox = ox == c_out - 11'd1;
     wire        last_r  = r == c_band_rows - 11'd1;
     wire        last_g  = g == c_groups - 10'd1;
-    wire        last_band = (band + 11'd1) == (c_out >> c_lg_band);
+    wire        last_band = (band + 11'd1) == n_bands;
     wire        last_tap  = last_c && last_kx && last_ky;
     wire        blk_done  = last_tap && last_ox && last_r;
 
-    // band waits: the band's last input row, clamped to the map
-    wire [11:0] band_last_row = {1'b0, band_row0} + c_lr_off;
-    wire [10:0] need_rows = (band_last_row >= {1'b0, c_in_rows}) ? c_in_rows : band_last_row[10:0] + 11'd1;
-    wire        rows_ok = !c_ring || (rows_avail >= need_rows);
+    // band waits: the band's last input row + 1, clamped to the map. need_r is set when the band
+    // starts, from need_next, which follows band_row0 one cycle behind (a band lasts 3 cycles or more)
+    function automatic [10:0] need_of(input [11:0] row0, input [11:0] lr_off, input [10:0] rows);
+        logic [11:0] last;
+        last = row0 + lr_off;
+        need_of = (last >= {1'b0, rows}) ? rows : last[10:0] + 11'd1;
+    endfunction
+    always_ff @(posedge clk) need_next <= need_of({1'b0, band_row0} + band_step, c_lr_off, c_in_rows);
+    wire        rows_ok = !c_ring || (rows_avail >= need_r);
     wire [23:0] blk_end = blk_base + {12'd0, c_blk};
     wire        w_ok = w_loaded >= blk_end;
     wire        issue = (state == G_RUN) && !out_full;
 
     // released input rows after band: (band+1)*R*s - k/2, clamped at 0 and at the map
-    wire [11:0] next_row0 = {1'b0, band_row0} + ({1'b0, c_band_rows} << c_s2);
+    wire [11:0] next_row0 = {1'b0, band_row0} + band_step;
     wire [11:0] rel_rows  = (next_row0 < {11'd0, c_k3}) ? 12'd0 : next_row0 - {11'd0, c_k3};
 
     always_ff @(posedge clk) begin
         if (rst || abort || frame_start) begin
             state <= G_IDLE;
             busy  <= 1'b0;
-            rows_release <= '0;
-            w_release <= '0;
+            rel_rows_q <= '0;
+            rel_w_q <= '0;
         end else begin
             case (state)
                 G_IDLE: if (start) begin
@@ -135,31 +149,43 @@ module zq_loop_gen #(
                     c_lr_off <= ((12'd1 << lg_band) - 12'd1 << s2) + {10'd0, k3, 1'b0} - {11'd0, k3};
                     band <= '0; g <= '0; r <= '0; ox <= '0; ky <= '0; kx <= '0; c <= '0;
                     band_row0 <= '0;
+                    band_oy0 <= '0;
+                    oy <= '0;
                     blk_base <= w_off;
-                    rows_release <= '0;
+                    rel_rows_q <= '0;
                     busy  <= 1'b1;
-                    state <= G_BAND;
+                    state <= G_PREP;
+                end
+                G_PREP: begin                          // per-layer terms from the latched constants
+                    n_bands   <= c_out >> c_lg_band;
+                    band_step <= {1'b0, c_band_rows} << c_s2;
+                    need_r    <= need_of(12'd0, c_lr_off, c_in_rows);
+                    state     <= G_BAND;
                 end
                 G_BAND: if (rows_ok) state <= G_BLK;
                 G_BLK:  if (w_ok) state <= G_RUN;       // the bias step issues in this transition
                 G_RUN: if (issue) begin
                     if (blk_done) begin
-                        if (!c_res) w_release <= blk_end;
+                        if (!c_res) rel_w_q <= blk_end;
                         r <= '0; ox <= '0; ky <= '0; kx <= '0; c <= '0;
                         if (!last_g) begin
                             g <= g + 10'd1;
                             blk_base <= blk_end;
+                            oy <= band_oy0;
                             state <= G_BLK;
                         end else begin
                             g <= '0;
                             blk_base <= w_off;
-                            rows_release <= rel_rows > {1'b0, c_in_rows} ? c_in_rows : rel_rows[10:0];
+                            rel_rows_q <= rel_rows > {1'b0, c_in_rows} ? c_in_rows : rel_rows[10:0];
                             band_row0 <= next_row0[10:0];
+                            band_oy0 <= band_oy0 + c_band_rows;
+                            oy <= band_oy0 + c_band_rows;
+                            need_r <= need_next;
                             if (!last_band) begin
                                 band <= band + 11'd1;
                                 state <= G_BAND;
                             end else begin
-                                if (c_res) w_release <= blk_end;   // the layer's last block ends the layer
+                                if (c_res) rel_w_q <= blk_end;   // the layer's last block ends the layer
                                 state <= G_END;
                             end
                         end
@@ -168,6 +194,7 @@ module zq_loop_gen #(
                         if (last_ox) begin
                             ox <= '0;
                             r <= r + 11'd1;
+                            oy <= oy + 11'd1;
                         end else begin
                             ox <= ox + 11'd1;
                         end
@@ -192,6 +219,29 @@ module zq_loop_gen #(
         end
     end
 
+    // ---- releases: REL_DELAY cycles after the loop passes them, so that the last steps reading
+    // a row or a weight word (up to S0 + the RAM reads, a few cycles behind the counters) are done
+    // with it whatever the DMA's latency; cleared at a layer start (rows) and a frame start
+    logic [10:0] rel_rows_d [1:REL_DELAY];
+    logic [23:0] rel_w_d [1:REL_DELAY];
+    always_ff @(posedge clk) begin
+        if (rst || abort || frame_start) begin
+            for (int i = 1; i <= REL_DELAY; i++) begin
+                rel_rows_d[i] <= '0;
+                rel_w_d[i]    <= '0;
+            end
+        end else begin
+            rel_rows_d[1] <= (state == G_IDLE && start) ? '0 : rel_rows_q;
+            rel_w_d[1]    <= rel_w_q;
+            for (int i = 2; i <= REL_DELAY; i++) begin
+                rel_rows_d[i] <= (state == G_IDLE && start) ? '0 : rel_rows_d[i-1];
+                rel_w_d[i]    <= rel_w_d[i-1];
+            end
+        end
+    end
+    assign rows_release = rel_rows_d[REL_DELAY];
+    assign w_release    = rel_w_d[REL_DELAY];
+
     // ---- address pipeline --------------------------------------------------------
     // L1: taps and bounds
     logic        l1_v, l1_b, l1_first, l1_last, l1_blast, l1_inb;
@@ -201,8 +251,7 @@ module zq_loop_gen #(
     logic [19:0] l1_pix;
     logic [WR_W-1:0] l1_w;
     logic [NV_W-1:0] l1_nv;
-    wire [11:0] oy = {1'b0, band << c_lg_band} + {1'b0, r};
-    wire signed [12:0] iy_s = $signed({1'b0, (oy << c_s2)}) + $signed({11'd0, ky}) - $signed({12'd0, c_k3});
+    wire signed [12:0] iy_s = $signed({1'b0, ({1'b0, oy} << c_s2)}) + $signed({11'd0, ky}) - $signed({12'd0, c_k3});
     wire signed [12:0] ix_s = $signed({2'b0, (ox << c_s2)}) + $signed({11'd0, kx}) - $signed({12'd0, c_k3});
     wire bias_now = (state == G_BLK) && w_ok;
     wire first_step = (c == '0) && (kx == '0) && (ky == '0);
@@ -224,7 +273,7 @@ module zq_loop_gen #(
         l1_ix    <= 11'(ix_s);
         l1_c     <= c;
         l1_g     <= g;
-        l1_pix   <= 20'(oy << c_lg_out) | 20'(ox);
+        l1_pix   <= (20'(oy) << c_lg_out) | 20'(ox);
         l1_nv    <= last_g ? NV_W'(c_last) : NV_W'(N_PE);
         l1_w     <= WR_W'(bias_now ? blk_base : blk_base + 24'd1 + 24'(w_addr));
     end

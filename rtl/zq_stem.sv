@@ -98,17 +98,21 @@ module zq_stem #(
     logic [BW-1:0]     dbeat;            // beats dropped, modulo IN_BEATS
     logic [CAP*8-1:0]  bbuf;            // byte buffer, byte 0 first
     logic [CAP_W-1:0]  bcnt;
+    logic [CAP_W-1:0]  bcnt_m;          // bcnt - IN_CH (kept beside bcnt; used only when a pixel is ready)
     logic [10:0]       raw_y;           // raw row being written
     logic [XW-1:0]     raw_x;
     logic [10:0]       raw_avail;       // raw rows written in full
     logic [10:0]       raw_release;     // raw rows the builder no longer needs
 
     wire pix_ready = bcnt >= CAP_W'(IN_CH);
-    wire raw_room  = raw_y < raw_release + 11'(RAW_RR);
+    // room in the raw ring, registered: it is computed for the row after this one, so it holds
+    // one cycle later whatever happens (rows RAW_RR - 1 ahead of the builder's release at most)
+    logic raw_room;
+    always_ff @(posedge clk) raw_room <= !rst && !start && (raw_y + 11'd1 < raw_release + 11'(RAW_RR));
     wire emit_pix  = pix_ready && raw_room && (istate != I_DRAIN) && !abort_q;
-    wire [CAP_W-1:0] bcnt_after = emit_pix ? bcnt - CAP_W'(IN_CH) : bcnt;
+    wire [CAP_W-1:0] bcnt_after = emit_pix ? bcnt_m : bcnt;
     // after an abort the rest of the frame is taken and dropped (its TLAST still ends the frame)
-    assign s_tready = (istate == I_DRAIN) || ((istate == I_RECV) && (abort_q || (32'(bcnt_after) + 4 <= CAP)));
+    assign s_tready = (istate == I_DRAIN) || ((istate == I_RECV) && (abort_q || (bcnt_after <= CAP_W'(CAP - 4))));
     wire beat = s_tvalid && s_tready;
 
     always_ff @(posedge clk) begin
@@ -120,6 +124,7 @@ module zq_stem #(
             istate <= I_RECV;
             nbeat  <= '0;
             bcnt   <= '0;
+            bcnt_m <= -CAP_W'(IN_CH);
             raw_y  <= '0;
             raw_x  <= '0;
             raw_avail <= '0;
@@ -130,13 +135,21 @@ module zq_stem #(
             drain_frames <= '0;
         end else begin
             if (abort) abort_q <= 1'b1;
-            // bytes in, a pixel out
+            // bytes in, a pixel out: the beat goes in at byte bcnt, or at bcnt - IN_CH when a
+            // pixel leaves in the same cycle (both placements are formed, emit_pix selects)
             begin
-                logic [CAP*8-1:0] nb;
-                nb = emit_pix ? (bbuf >> PIX_W) : bbuf;
-                if (beat && istate == I_RECV && !abort_q) nb[bcnt_after*8 +: 32] = s_tdata;
-                bbuf <= nb;
-                bcnt <= bcnt_after + ((beat && istate == I_RECV && !abort_q) ? CAP_W'(4) : '0);
+                logic [CAP*8-1:0] nb_keep, nb_emit;
+                nb_keep = bbuf;
+                nb_emit = bbuf >> PIX_W;
+                if (beat && istate == I_RECV && !abort_q) begin
+                    for (int q = 0; q + 4 <= CAP; q++) begin      // constant positions: decoded, no shifter
+                        if (bcnt == CAP_W'(q))   nb_keep[q*8 +: 32] = s_tdata;
+                        if (bcnt_m == CAP_W'(q)) nb_emit[q*8 +: 32] = s_tdata;
+                    end
+                end
+                bbuf <= emit_pix ? nb_emit : nb_keep;
+                bcnt   <= bcnt_after + ((beat && istate == I_RECV && !abort_q) ? CAP_W'(4) : '0);
+                bcnt_m <= bcnt_after - CAP_W'(IN_CH) + ((beat && istate == I_RECV && !abort_q) ? CAP_W'(4) : '0);
             end
             if (emit_pix) begin
                 if (raw_x == XW'(IN_SIZE - 1)) begin
@@ -198,8 +211,13 @@ module zq_stem #(
     logic [1:0]  bstate;
     logic [10:0] ys;                      // stem row being built
     logic [11:0] col;                     // scan column index + PAD (0 .. NCOL-1)
-    wire  signed [31:0] iy0 = 32'(ys) * S - PAD;     // S is a constant: shift or add
-    wire  [11:0] last_raw = (iy0 + K - 1 >= IN_SIZE) ? 12'(IN_SIZE - 1) : 12'(iy0 + K - 1);
+    // counted per stem row (set at start, advanced at B_END): iy0 = ys*S - PAD, the row's first
+    // raw row, and last_raw, its last one clamped to the frame
+    logic signed [12:0] iy0;
+    logic        [11:0] last_raw;
+    function automatic [11:0] last_of(input signed [12:0] first);
+        last_of = (32'(first) + K - 1 >= IN_SIZE) ? 12'(IN_SIZE - 1) : 12'(32'(first) + K - 1);
+    endfunction
     wire  rows_in   = raw_avail > 11'(last_raw);
     wire  slot_free = ys < release_rows + (11'd1 << lg_rows);
     logic q_full;
@@ -219,6 +237,8 @@ module zq_stem #(
         if (rst || start) begin
             bstate <= B_WAIT;
             ys <= '0;
+            iy0 <= -13'(PAD);
+            last_raw <= last_of(-13'(PAD));
             col <= '0;
             rows_avail <= '0;
             raw_release <= '0;
@@ -244,6 +264,8 @@ module zq_stem #(
                     rows_avail  <= ys + 11'd1;
                     raw_release <= ((iy0 + S) < 0) ? 11'd0 : 11'(iy0 + S);   // (ys+1)*S - PAD
                     ys <= ys + 11'd1;
+                    iy0 <= iy0 + 13'(S);
+                    last_raw <= last_of(iy0 + 13'(S));
                     bstate <= B_WAIT;
                 end
                 default: ;
@@ -252,7 +274,7 @@ module zq_stem #(
         c1_col   <= col;
         c1_colok <= (col >= 12'(PAD)) && (col < 12'(IN_SIZE + PAD));
         for (int ky = 0; ky < K; ky++) begin
-            c1_rowok[ky] <= (iy0 + ky >= 0) && (iy0 + ky < IN_SIZE);
+            c1_rowok[ky] <= (iy0 + 13'(ky) >= 0) && (iy0 + 13'(ky) < 13'(IN_SIZE));
             c1_slot[ky]  <= RR_W'(iy0 + ky);
         end
         c1_emit <= (col >= 12'(K - 1)) && (((col - 12'(K - 1)) % S) == 0);

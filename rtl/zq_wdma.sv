@@ -75,12 +75,19 @@ module zq_wdma #(
     logic [31:0] q_beat;          // next beat to request
     logic [31:0] p_beat;          // next beat to receive
     logic        cmd_ready;
-    // a burst is requested once the ring slots of every word it touches are free
+    // A burst is requested once the ring slots of every word it touches are free. The burst's end
+    // and the room check are registered (two cycles behind q_beat; `settle` holds requests until
+    // they are current); the released count only grows, so a room check is never too generous.
     wire  [31:0] last_beat = hdr_only ? HDR_BEATS : IMG_BEATS;
-    wire  [31:0] q_end = (last_beat - q_beat < BURST) ? last_beat : q_beat + BURST;   // the burst's end
+    logic [31:0] q_end;           // end of the next burst (registered from q_beat)
+    logic        room;
+    logic [1:0]  settle;
     wire  [31:0] q_word_end = (q_end <= HDR_BEATS) ? 32'd0 : ((q_end - HDR_BEATS + BPW - 1) / BPW);
-    wire         room = CACHE ? 1'b1 : (q_word_end <= {8'd0, release_words} + (32'd1 << WR_W));
-    wire         cmd_valid = active && !abort && (q_beat < last_beat) && room &&
+    always_ff @(posedge clk) begin
+        q_end <= (last_beat - q_beat < BURST) ? last_beat : q_beat + BURST;
+        room  <= CACHE != 0 || (q_word_end <= {8'd0, release_words} + (32'd1 << WR_W));
+    end
+    wire         cmd_valid = active && !abort && settle == 2'd0 && (q_beat < last_beat) && room &&
                              (q_beat < HDR_BEATS || hdr_ok);
 
     always_ff @(posedge clk) begin
@@ -99,8 +106,14 @@ module zq_wdma #(
             hdr_only <= cached;
             c_base   <= base;
             q_beat   <= '0;
+            settle   <= 2'd2;
         end else begin
-            if (cmd_valid && cmd_ready) q_beat <= q_end;
+            if (cmd_valid && cmd_ready) begin
+                q_beat <= q_end;
+                settle <= 2'd2;
+            end else if (settle != 2'd0) begin
+                settle <= settle - 2'd1;
+            end
             if (abort || (p_beat == last_beat && rd_idle)) active <= 1'b0;
         end
     end

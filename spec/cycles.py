@@ -42,7 +42,8 @@ class RtlTiming:
 
     ``layer_pre``: cycles of a layer before its loop generator looks at its first
     band: row fetch (T_FETCH), decode (T_DECODE), the write-wait check (T_WAITWR),
-    the start pulse, the loop generator latching the constants (G_IDLE).
+    the start pulse, the loop generator latching the constants (G_IDLE) and
+    forming its per-layer terms (G_PREP).
     ``layer_post``: cycles after the last MAC step issues: G_END (1), the address
     pipeline (3), activation/weight reads (3), the MAC array (8), the requantizer
     (4), the write-back (1), the busy flag's register and the four T_DRAIN cycles.
@@ -63,6 +64,9 @@ class RtlTiming:
     (1), the queue (1), the port B write (1), B_END's update of ``rows_avail`` (1).
     ``raw_row``: the last pixel of a raw input row to ``raw_avail`` (pixel
     register, count register).
+    ``release_delay``: the loop generator passes its releases of ring rows and
+    weight words through this many registers (zq_loop_gen REL_DELAY), so that the
+    steps still in its address pipeline are done with them.
     ``frame_head``: the first input beat accepted to the first layer's row fetch
     is *before* it (negative: the layer table is read while the beat arrives).
     ``frame_tail``: the last layer's end to the last logit beat, beyond one beat
@@ -71,7 +75,7 @@ class RtlTiming:
     ap_start again, T_CHECK, the stem ready).
     """
 
-    layer_pre: int = 5
+    layer_pre: int = 6
     layer_post: int = 22
     result_latency: int = 19
     out_fifo_ahead: int = 41
@@ -80,6 +84,7 @@ class RtlTiming:
     row_written: int = 4
     stem_row: int = 5
     raw_row: int = 2
+    release_delay: int = 4
     frame_head: int = -1
     frame_tail: int = 6
     restart: int = 2
@@ -186,7 +191,7 @@ def predict(plan, memory: E.MemoryModel = E.MEMORY_MODEL, timing: RtlTiming = RT
         while len(raw_done) <= r:
             i = len(raw_done)
             prev = raw_done[-1] if raw_done else 0.0
-            room = raw_release.when(i + 1 - st["raw_rows"])
+            room = raw_release.when(i + 2 - st["raw_rows"])   # zq_stem keeps one slot spare
             raw_done.append(max(prev, room) + raw_row)
         return raw_done[r]
 
@@ -266,14 +271,14 @@ def predict(plan, memory: E.MemoryModel = E.MEMORY_MODEL, timing: RtlTiming = RT
                     w_last_b = w_free + M.write_latency + 1
                     wr_bytes += band_px * n_pe
                 if not l.resident:
-                    w_release.set(t, blk_end)
+                    w_release.set(t + T.release_delay, blk_end)
             rel = _released_rows(l, b)
             if l.src_kind == E.SRC_STEM:
-                stem_release.set(t, rel)
+                stem_release.set(t + T.release_delay, rel)
             elif fill is not None:
-                fill_release.set(t, rel)
+                fill_release.set(t + T.release_delay, rel)
         if l.resident:
-            w_release.set(t, blk0 + l.co_groups * l.w_blk)
+            w_release.set(t + T.release_delay, blk0 + l.co_groups * l.w_blk)
         t += T.layer_post
         mac = l.mac_cycles + l.n_bands * (1 + l.co_groups)
         stalls = dict(input_rows=stall_rows, weights=stall_w, ddr_write=stall_out, ddr_write_wait=wait_wr)

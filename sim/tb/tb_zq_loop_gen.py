@@ -13,7 +13,8 @@ streamed weights. Around it, models of the DMAs: a weight DMA that loads the rin
   only once ``rows_avail`` holds the band's last input row (ring-fed), no step within three
   cycles of ``out_full``; every step's weight word and input row is in its ring when read
   (loaded / written, and not yet overwritten by DMAs that act on a release three cycles
-  after it: the releases come neither early nor late);
+  after it: the releases come neither early nor late; they leave the module REL_DELAY = 4
+  cycles after the loop passes them);
 * releases: ``rows_release`` = (band+1)*R*s - k/2 (clamped) after each band's last step, 0
   from the layer's start; ``w_release`` = the block's end after each streamed block, the
   layer's end after the last step of a resident layer, 0 after ``frame_start``;
@@ -36,6 +37,7 @@ import cocotb
 from zynqflow.sim.tb.common import TBBase, u
 
 DMA_DELAY = 3      # cycles from a release to the first ring write it allows (models; the DMAs take more)
+REL_DELAY = 4      # zq_loop_gen passes its releases through REL_DELAY registers
 
 
 @dataclasses.dataclass
@@ -130,6 +132,7 @@ class TB(TBBase):
         self.total_words = 1 << 23
         self.w_loaded = 0
         self.rows_avail = 0
+        self.layer_t0 = 0
         self.full = 0
         self.p_w, self.p_row, self.p_full_on, self.p_full_off = 0.5, 0.3, 0.04, 0.3
         self.ideal = False
@@ -158,7 +161,8 @@ class TB(TBBase):
                 if self.w_loaded < lim and self.rng.random() < self.p_w:
                     self.w_loaded = min(lim, self.w_loaded + self.rng.randrange(1, 4))
                 if L is not None and L.ring_fed:
-                    lim = min(L.in_rows, self.rel_hist[-DMA_DELAY][0] + (1 << L.src_lg_rows))
+                    rel = self.rel_hist[-DMA_DELAY][0] if self.cycles - self.layer_t0 > DMA_DELAY + 1 else 0
+                    lim = min(L.in_rows, rel + (1 << L.src_lg_rows))
                     if self.rows_avail < lim and self.rng.random() < self.p_row:
                         self.rows_avail += 1
                 self.full = int(self.rng.random() < (1 - self.p_full_off if self.full else self.p_full_on))
@@ -203,6 +207,7 @@ class TB(TBBase):
         await self.cycle()
         self.layer = L
         self.rows_avail = 0
+        self.layer_t0 = self.cycles   # the row DMA starts with the layer: it sees no older releases
         d.start.value = 1
         for f in ("lg_in", "lg_out", "k3", "s2", "lg_band", "ring_fed", "src_base", "src_lg_rows", "in_rows",
                   "w_off", "w_blk", "w_res", "co_last"):
@@ -276,15 +281,17 @@ class TB(TBBase):
                        f"layer {L.name}: step {i} reads weight word {m['wimg']} with w_loaded={wl} "
                        f"(ring of {self.ring})")
         t_first, t_last = got[0][0], got[-1][0]
-        # releases, cycle by cycle (each updated two cycles before its step reaches S0)
+        # releases, cycle by cycle: the loop passes a row / word two cycles before its last step
+        # reaches S0, the output shows it REL_DELAY cycles later
+        lag = REL_DELAY - 2
         for c in range(t_s + 2, t_last + 1):
-            done = [b for b, t in band_end.items() if t - 2 <= c]
+            done = [b for b, t in band_end.items() if t + lag <= c]
             want = L.rel(max(done)) if done else 0
             self.eq(H[c]["rows_release"], want, f"layer {L.name}: rows_release at cycle {c}")
             if L.w_res:
-                want_w = L.w_off + L.words if t_last - 2 <= c else w_rel_before
+                want_w = L.w_off + L.words if t_last + lag <= c else w_rel_before
             else:
-                ends = [e for t, e in blk_end_t if t - 2 <= c]
+                ends = [e for t, e in blk_end_t if t + lag <= c]
                 want_w = ends[-1] if ends else w_rel_before
             self.eq(H[c]["w_release"], want_w, f"layer {L.name}: w_release at cycle {c}")
         # busy and stall accounting
