@@ -7,6 +7,9 @@ Synthesizes ``rtl/`` with the export's ``rtl_params.svh`` and writes
 
 * ``lut`` (logic LUTs + LUT RAM), ``ff``, ``bram36`` (RAMB36 + RAMB18/2), ``dsp``
   (DSP48E1), ``fits_xc7z020``;
+* ``dsp_expected``, ``mac_array_intact``: N_PE * N_CI / 2 DSP48E1 for the MAC
+  array, and whether the netlist has them (a synthesis that removed part of
+  the datapath is reported, and the command fails);
 * ``dsp_unregistered``: DSP48E1 cells without both their M and P pipeline
   registers (MREG=1 and PREG=1), read from the netlist; the engine's are all
   registered, so this must be 0;
@@ -151,6 +154,7 @@ def estimate(export_dir: Path, out: Path | None = None, timeout: int = 7200, wor
         label="Yosys estimate (synth_xilinx -family xc7), not a Vivado result", tool="yosys",
         yosys_seconds=info["seconds"], network=net, engine=man["engine"], export=str(export_dir),
         device="xc7z020", device_limits=XC7Z020, cells=info["cells"],
+        dsp_expected=man["engine"]["n_pe"] * man["engine"]["n_ci"] // 2,
         dsp_unregistered=sum(1 for d in dsps if not (d["MREG"] and d["PREG"])), dsp_without_mreg=dsp_nom,
         dsp_without_preg=dsp_nop,
         timing=dict(label="logic-only estimate: Yosys sta over the xc7 cell delays of cells_sim.v (Project X-Ray), "
@@ -158,6 +162,9 @@ def estimate(export_dir: Path, out: Path | None = None, timeout: int = 7200, wor
                     clock_ns=CLOCK_NS, sta=sta, ltp=ltp,
                     within_clock=bool(sta.get("available") and sta["logic_delay_ns"] < CLOCK_NS)),
     )
+    # the MAC array is two lanes per DSP48E1: fewer DSPs means synthesis removed part of the
+    # datapath (e.g. a construct Yosys reads differently from the simulators)
+    res["mac_array_intact"] = res["dsp"] >= res["dsp_expected"]
     out = Path(out) if out else REPO / "build" / net / "resources.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(res, indent=2) + "\n")
@@ -178,6 +185,10 @@ def main(argv=None) -> int:
     t = r["timing"]
     print(json.dumps({k: r[k] for k in ("lut", "ff", "bram36", "dsp", "dsp_unregistered", "fits_xc7z020",
                                           "yosys_seconds")}))
+    if not r["mac_array_intact"]:
+        print(f"synth_estimate: only {r['dsp']} DSP48E1 for a MAC array of {r['dsp_expected']}: Yosys removed part "
+              "of the datapath", file=sys.stderr)
+        return 1
     if t["sta"].get("available"):
         print(f"longest logic path (Yosys sta, logic only): {t['sta']['logic_delay_ns']:.2f} ns, "
               f"{t['sta']['start']} -> {t['sta']['end']}; deepest path {t['ltp'].get('depth_cells')} cells")

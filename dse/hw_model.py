@@ -1,43 +1,30 @@
 """The hardware models the search calls: cycles per frame and resources of a
 network on an N_PE x N_CI engine, for a target part.
 
-Everything in :mod:`zynqflow.dse` reaches the models through
-:func:`evaluate` (and the :data:`PARTS` table) only, so replacing them is one
-edit of this file. The lead's final models (``zynqflow.spec.cycles``:
-topology-only cycle model; ``zynqflow.export.plan``: topology-only buffer
-planning and a resource model calibrated against Yosys) replace the
-provisional ones below; the contract they have to meet is :func:`evaluate`'s.
+Everything in :mod:`zynqflow.dse` reaches the models through :func:`evaluate`
+(and the :data:`PARTS` table) only. They are the flow's own:
 
-Provisional model (:data:`MODEL`), stated everywhere it is used:
-
-* cycles/frame = sum over conv layers of
-  ``co_groups * out^2 * k^2 * ci_chunks + LAYER_OVERHEAD``
-  (``co_groups = ceil(cout / N_PE)``, ``ci_chunks = ceil(cin / N_CI)``); an
-  im2col'ed stem (a k x k first layer on fewer than N_CI input channels) runs
-  as a 1x1 conv on ``k*k*C_in`` channels. fps = clock / cycles.
-* DSP = N_PE * N_CI / 2 (two 8-bit MACs per DSP48), LUT = 45 * MACs + 9000,
-  FF = 40 * MACs + 6000.
-* BRAM36 = weight ring (double buffer of the largest per-output-group weight
-  block, k^2 * ci_chunks words of N_PE x N_CI weights, streamed from DDR)
-  + on-chip activations (the peak of simultaneously live tensors, in
-  N_PE/N_CI banks of N_CI lanes) + the input buffer (the im2col'ed frame)
-  + the frame store (one copy per lane). Memories under 4 Kbit are counted as
-  LUT RAM (0 BRAM). Each memory takes the best RAMB36 aspect ratio.
+* the network is laid out for the engine by ``zynqflow.export.plan.plan_layout``
+  (the exporter's planner, topology only: tensor placement on chip or in DDR,
+  bands, rings, the weight ring or cache); a design it cannot lay out is
+  infeasible (``plan_error``);
+* cycles/frame: ``zynqflow.spec.cycles.predict`` (the event model of the RTL
+  twin, DRAM time included, checked per layer against the RTL by the tests);
+  at another clock the memory latencies are scaled to the same nanoseconds;
+* resources: ``zynqflow.export.resources.estimate`` (DSP from the MAC lanes,
+  block RAM from the plan's RAMs, LUT/FF fitted to Yosys runs of the RTL).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 
-from zynqflow.spec.topology import INPUT, NetConfig
+from zynqflow.spec.topology import NetConfig
 
-MODEL = "provisional (dse/hw_model.py: MAC-array cycles + 30/layer; DSP=MACs/2, LUT/FF linear in MACs, " \
-        "BRAM36 = weight ring + activations)"
+MODEL = "spec.cycles event model (DRAM time included; within 3 % of the RTL per layer) + export.resources " \
+        "(DSP = lanes/2, BRAM from the plan's RAMs, LUT/FF fitted to Yosys)"
 
-LAYER_OVERHEAD = 30        # cycles a layer costs beyond its MAC-array cycles (provisional)
-LUTRAM_BITS = 4096         # smaller memories are assumed to map to LUT RAM
-# RAMB36 aspect ratios (depth, width) of the 7-series / UltraScale block RAM (512 x 72 in SDP mode)
-_RAMB36 = ((32768, 1), (16384, 2), (8192, 4), (4096, 9), (2048, 18), (1024, 36), (512, 72))
 
 
 @dataclass(frozen=True)
@@ -71,81 +58,55 @@ def get_part(name: str) -> Part:
     return PARTS[key]
 
 
-def _ceil(a: int, b: int) -> int:
-    return -(-a // b)
-
-
-def bram36(depth: int, width: int) -> int:
-    """RAMB36 blocks for one depth x width memory (0 when it fits LUT RAM)."""
-    if depth <= 0 or width <= 0 or depth * width < LUTRAM_BITS:
-        return 0
-    return min(_ceil(width, w) * _ceil(depth, d) for d, w in _RAMB36)
-
-
-def _layer_shape(cfg: NetConfig, l, n_ci: int, shapes: dict) -> tuple[int, int, int]:
-    """(k, cin, out) of one layer as the engine runs it (the im2col'ed stem as 1x1)."""
-    out = shapes[l.dst][0]
-    if l.src == INPUT and l.k > 1 and cfg.in_channels < n_ci:
-        return 1, l.k * l.k * l.cin, out
-    return l.k, l.cin, out
-
-
 def evaluate(cfg: NetConfig, n_pe: int, n_ci: int, part: str = "xc7z020", clock_mhz: float | None = None) -> dict:
-    """Predicted cycles/frame, frames/s and resources of ``cfg`` on an
-    ``n_pe`` x ``n_ci`` engine in ``part``.
+    """Predicted cycles/frame, frames/s and resources of ``cfg`` on an ``n_pe`` x ``n_ci`` engine
+    in ``part``.
 
-    Returns ``cycles_per_frame`` (int), ``fps`` (at ``clock_mhz``, default the
-    part's board clock), ``clock_mhz``, ``dsp``, ``bram36``, ``lut``, ``ff``
-    (numbers, comparable with ``bench.synth_estimate``), ``model`` (a label
-    saying which model produced them) and ``detail`` (free-form, for reports)."""
+    Returns ``cycles_per_frame`` (int, the frame period back to back), ``fps`` (at ``clock_mhz``,
+    default the part's board clock), ``clock_mhz``, ``dsp``, ``bram36``, ``lut``, ``ff`` (numbers,
+    comparable with ``bench.synth_estimate``), ``model`` (which models produced them) and
+    ``detail`` (per-layer bounds, RAMs). A design the planner cannot lay out has ``plan_error``
+    (and counts as infeasible in :func:`violations`)."""
+    from zynqflow.export.plan import EngineParams, ExportError, plan_layout
+    from zynqflow.export.resources import estimate
+    from zynqflow.spec import engine as E
+    from zynqflow.spec.cycles import predict
+
     p = get_part(part)
     clock = float(clock_mhz or p.clock_mhz)
-    if n_pe < 1 or n_ci < 1:
-        raise ValueError(f"engine N_PE={n_pe}, N_CI={n_ci}: both must be positive")
-    shapes = cfg.tensor_shapes()
-    cycles, ring_words = 0, 0
-    for l in cfg.conv_layers:
-        k, cin, out = _layer_shape(cfg, l, n_ci, shapes)
-        chunks = _ceil(cin, n_ci)
-        cycles += _ceil(l.cout, n_pe) * out * out * k * k * chunks + LAYER_OVERHEAD
-        ring_words = max(ring_words, k * k * chunks)
-    macs = n_pe * n_ci
-    w_bits, a_bits = cfg.weight_bits, cfg.act_bits
-    banks = max(1, n_pe // n_ci)
-
-    def words(t: str) -> int:
-        size, ch = shapes[t]
-        return size * size * _ceil(ch, n_ci)
-
-    # peak of simultaneously live activation tensors (input buffer counted apart)
-    layers = cfg.conv_layers
-    first_write, last_read = {}, {}
-    for i, l in enumerate(layers):
-        first_write.setdefault(l.dst, i)
-        last_read[l.src] = i
-    live_peak = 0
-    for i in range(len(layers)):
-        live = sum(words(t) for t, w in first_write.items()
-                   if t != cfg.output_tensor and w <= i <= last_read.get(t, w))
-        live_peak = max(live_peak, live)
-    k0, cin0, out0 = _layer_shape(cfg, layers[0], n_ci, shapes)
-    in_words = out0 * out0 * _ceil(cin0, n_ci) if k0 == 1 and layers[0].k > 1 else words(INPUT)
-    in_bytes = cfg.input_size ** 2 * cfg.in_channels
-    mem = dict(
-        weight_ring=bram36(2 * ring_words, macs * w_bits),
-        activations=banks * bram36(_ceil(live_peak, banks), n_ci * a_bits),
-        input_buffer=banks * bram36(_ceil(in_words, banks), n_ci * a_bits),
-        frame_store=n_ci * bram36(_ceil(in_bytes, 4), 32),
-    )
+    eng = EngineParams(n_pe, n_ci)
+    try:
+        eng.check()
+    except ExportError as e:
+        raise ValueError(f"engine N_PE={n_pe}, N_CI={n_ci}: {e.reason}") from None
+    try:
+        plan = plan_layout(cfg, eng)
+    except ExportError as e:
+        return dict(cycles_per_frame=0, fps=0.0, clock_mhz=clock, dsp=n_pe * n_ci // 2, bram36=0.0, lut=0, ff=0,
+                    model=MODEL, plan_error=str(e), detail=dict(mac_units=n_pe * n_ci, part=asdict(p)))
+    scale = clock / 100.0
+    mem = E.MemoryModel(read_latency=math.ceil(E.MEMORY_MODEL.read_latency * scale),
+                        write_latency=math.ceil(E.MEMORY_MODEL.write_latency * scale))
+    pred = predict(plan, memory=mem, clock_mhz=clock)
+    res = estimate(plan)
+    fr = pred["frame"]
+    bounds: dict[str, int] = {}
+    for l in pred["layers"]:
+        bounds[l["bound"]] = bounds.get(l["bound"], 0) + l["cycles"]
     return dict(
-        cycles_per_frame=int(cycles), fps=clock * 1e6 / cycles, clock_mhz=clock,
-        dsp=_ceil(macs, 2), bram36=sum(mem.values()), lut=45 * macs + 9000, ff=40 * macs + 6000,
-        model=MODEL, detail=dict(bram36=mem, weight_ring_words=2 * ring_words, live_activation_words=live_peak,
-                                 mac_units=macs, part=asdict(p)),
+        cycles_per_frame=int(fr["period_cycles"]), fps=fr["fps"], clock_mhz=clock,
+        dsp=res["dsp"], bram36=res["bram36"], lut=res["lut"], ff=res["ff"], model=MODEL,
+        detail=dict(utilization=fr["utilization"], cycles_by_bound=bounds, dram_bytes_per_frame=fr["dram_rd_bytes"] +
+                    fr["dram_wr_bytes"], weight_cache=plan.weight_cache, ddr_tensors=plan.ddr_tensors,
+                    rams=res["rams"], mac_units=n_pe * n_ci, part=asdict(p)),
     )
 
 
 def violations(res: dict, part: str) -> dict[str, float]:
-    """Per resource: used / available - 1 (feasible when every value is <= 0)."""
+    """Per resource: used / available - 1 (feasible when every value is <= 0); ``plan`` 1.0 when
+    the planner could not lay the network out."""
     lim = get_part(part).limits()
-    return {k: res[k] / lim[k] - 1.0 for k in RESOURCES}
+    out = {k: res[k] / lim[k] - 1.0 for k in RESOURCES}
+    if res.get("plan_error"):
+        out["plan"] = 1.0
+    return out

@@ -14,7 +14,9 @@ One trial samples, define-by-run (Optuna), in this order:
   ``min_map``), ``f<i>_squeeze`` and ``f<i>_expand`` (e1 = e3 = expand,
   ZynqNet's and SqueezeNet's 50 % 3x3 share), powers of two;
 * the final conv ``head_splits``: the 1x1 classifier conv in one piece or
-  split into two concatenated halves (ZynqNet's c10).
+  split into concatenated parts (ZynqNet's c10); a part must start at a
+  multiple of N_PE (the engine writes the pooled sums in whole channel
+  groups), so with 10 classes the default space keeps the head whole.
 
 Every choice is valid by construction: kernels 1/3, strides 1/2, power-of-two
 maps, concatenations at multiples of N_CI (expand widths are never below the
@@ -41,7 +43,7 @@ class Space:
     fires: tuple[int, int] = (2, 6)                 # min, max number of fire modules
     squeezes: tuple[int, ...] = (8, 16, 32, 64)
     expands: tuple[int, ...] = (16, 32, 64, 128)    # e1 = e3
-    head_splits: tuple[int, ...] = (1, 2)
+    head_splits: tuple[int, ...] = (1,)
     n_pe: tuple[int, ...] = (8, 16, 32, 64, 128)
     n_ci: tuple[int, ...] = (4, 8, 16)
     min_map: int = 2                                # no downsampling below this map size
@@ -71,13 +73,27 @@ class Space:
         if any(self.num_classes % s for s in self.head_splits):
             raise ValueError(f"space '{self.name}': head_splits={self.head_splits} must divide "
                              f"num_classes={self.num_classes}")
+        bad = [s for s in self.head_splits if s > 1 and (self.num_classes // s) % max(self.n_pe)]
+        if bad:
+            raise ValueError(f"space '{self.name}': head_splits={bad}: parts of {self.num_classes} classes must "
+                             f"be multiples of N_PE (up to {max(self.n_pe)}): the engine writes whole groups")
         for e in self.engines:
             pe, ci = parse_engine(e)
             if pe not in self.n_pe or ci not in self.n_ci:
                 raise ValueError(f"space '{self.name}': engine {e} is outside n_pe={self.n_pe}, n_ci={self.n_ci}")
 
     def engine_pairs(self) -> list[tuple[int, int]]:
-        pairs = [(pe, ci) for pe in self.n_pe for ci in self.n_ci if pe % 2 == 0 and pe % ci == 0]
+        """The (N_PE, N_CI) pairs of the space the engine can be built with (export.plan.EngineParams)."""
+        from zynqflow.export.plan import EngineParams, ExportError
+
+        def buildable(pe: int, ci: int) -> bool:
+            try:
+                EngineParams(pe, ci).check()
+                return True
+            except ExportError:
+                return False
+
+        pairs = [(pe, ci) for pe in self.n_pe for ci in self.n_ci if buildable(pe, ci)]
         if self.engines:
             pairs = [p for p in pairs if f"{p[0]}x{p[1]}" in self.engines]
         return pairs
@@ -104,7 +120,7 @@ SPACES = {
     "default": Space(),
     # a few-second-per-trial space for tests and smoke runs (tiny networks, small engines)
     "small": Space(name="small", stems=(8, 16), fires=(1, 2), squeezes=(8,), expands=(8, 16),
-                   n_pe=(4, 8), n_ci=(4,)),
+                   n_pe=(8, 16), n_ci=(4, 8)),
 }
 
 

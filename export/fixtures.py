@@ -20,7 +20,7 @@ from .plan import EngineParams
 
 EXPORT_ROOT = REPO / "build" / "sim" / "exports"
 REFERENCE_CKPT = REPO / "model" / "reference" / "zynqnet-mini" / "fashion-mnist" / "checkpoint.pt"
-FORMAT = 6   # bump to invalidate cached exports
+FORMAT = 7   # bump to invalidate cached exports
 
 
 def _fresh(out: Path, stamp: dict) -> bool:
@@ -63,6 +63,7 @@ def random_export(name: str, seed: int = 0, vectors: int = 16, n_pe: int = 16, n
                           else wcache_kb)
     tag = f"{name}{'-' + str(input_size) if input_size else ''}-random{seed}-pe{n_pe}ci{n_ci}"
     tag += (f"-act{act_kb}" if act_kb else "") + (f"-wc{wcache_kb}" if wcache_kb is not None else "")
+    tag += f"-v{vectors}" if vectors != 16 else ""      # (the count changes the files: its own directory)
     out = EXPORT_ROOT / tag
     stamp = dict(kind="random", name=name, seed=seed, vectors=vectors, engine=asdict(engine), input_size=input_size,
                  format=FORMAT)

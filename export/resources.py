@@ -75,12 +75,17 @@ def rams(plan) -> list[Ram]:
     ]
 
 
-# Yosys 0.23 synth_xilinx -family xc7 of rtl/ (make synth-estimate), on the exports named:
-# (n_pe, n_ci, act_rows, wbuf_depth, n_layers) -> (lut, ff)
-CALIBRATION: dict[str, dict] = {}
-# lut = a0 + a1 * lanes + a2 * n_pe + a3 * n_ci ; ff likewise (fitted to CALIBRATION by least squares)
-LUT_COEF = (6000.0, 60.0, 0.0, 0.0)
-FF_COEF = (5000.0, 70.0, 0.0, 0.0)
+# Yosys 0.23 ``synth_xilinx -family xc7`` of rtl/ (make synth-estimate) on these exports
+# (random weights; export.fixtures): engine and what Yosys counted. LUT/FF below are fitted
+# to them by least squares (tests/test_resources.py refits and checks the error).
+CALIBRATION: dict[str, dict] = {
+    "zynqnet-random0-pe16ci16": dict(n_pe=16, n_ci=16, lut=21101, ff=23047, bram36=100.0),
+    "zynqnet-mini-random0-pe16ci8": dict(n_pe=16, n_ci=8, lut=17182, ff=15730, bram36=49.0),
+    "zynqnet-mini-random0-pe8ci8": dict(n_pe=8, n_ci=8, lut=10224, ff=8792, bram36=48.0),
+}
+# lut = a0 + a1 * lanes + a2 * n_pe + a3 * n_ci (+ the LUT RAM of the small RAMs); ff likewise
+LUT_COEF = (3098.0, 28.46, 588.6, 0.0)
+FF_COEF = (1854.0, 57.16, 409.9, 0.0)
 
 
 def _linear(coef, e) -> float:

@@ -6,7 +6,7 @@
 
 namespace zq_spec {
 
-constexpr int SPEC_VERSION = 2;
+constexpr int SPEC_VERSION = 3;
 constexpr int LANE_BITS = 8;
 constexpr int W_BITS_MAX = 8;
 constexpr int ACC_BITS = 32;
@@ -31,7 +31,7 @@ constexpr int STATUS_ERRCNT_MAX = 65535;
 constexpr unsigned HEADER_MAGIC = 0x3157515Au;
 constexpr int ADDR_ALIGN = 4096;
 constexpr int DDR_WINDOW_BYTES = 536870912;
-constexpr int ROW_BITS = 273;
+constexpr int ROW_BITS = 274;
 
 // Status register bits (STATUS_BITS)
 constexpr unsigned STATUS_SHORT_FRAME = 1u << 0;  // TLAST came before the frame's last beat
@@ -83,7 +83,7 @@ struct LayerRow {
     int s2;  // 1 bits: stride 2 (else 1)
     int ci_chunks;  // 10 bits: input words of N_CI channels per pixel read by the MAC loop
     int co_groups;  // 10 bits: output-channel groups of N_PE
-    int co_last;  // 6 bits: valid output channels in the last group (1..N_PE)
+    int co_last;  // 7 bits: valid output channels in the last group (1..N_PE, N_PE <= 64)
     int lg_band;  // 5 bits: log2 of the output rows per band (the MAC loop's outermost unit)
     int shift;  // 7 bits, signed: requantization shift s = F_in + F_w - F_out (s > 0 rounds, s <= 0 shifts left)
     int relu;  // 1 bits: ReLU before saturation
@@ -115,28 +115,28 @@ enum RowField {
     ROW_S2_LSB = 11, ROW_S2_BITS = 1,
     ROW_CI_CHUNKS_LSB = 12, ROW_CI_CHUNKS_BITS = 10,
     ROW_CO_GROUPS_LSB = 22, ROW_CO_GROUPS_BITS = 10,
-    ROW_CO_LAST_LSB = 32, ROW_CO_LAST_BITS = 6,
-    ROW_LG_BAND_LSB = 38, ROW_LG_BAND_BITS = 5,
-    ROW_SHIFT_LSB = 43, ROW_SHIFT_BITS = 7,
-    ROW_RELU_LSB = 50, ROW_RELU_BITS = 1,
-    ROW_OUT_LO_LSB = 51, ROW_OUT_LO_BITS = 18,
-    ROW_OUT_HI_LSB = 69, ROW_OUT_HI_BITS = 18,
-    ROW_SRC_KIND_LSB = 87, ROW_SRC_KIND_BITS = 2,
-    ROW_SRC_SIGNED_LSB = 89, ROW_SRC_SIGNED_BITS = 1,
-    ROW_SRC_BASE_LSB = 90, ROW_SRC_BASE_BITS = 20,
-    ROW_SRC_LG_ROWS_LSB = 110, ROW_SRC_LG_ROWS_BITS = 5,
-    ROW_SRC_CGRPS_LSB = 115, ROW_SRC_CGRPS_BITS = 8,
-    ROW_SRC_DDR_LSB = 123, ROW_SRC_DDR_BITS = 32,
-    ROW_DST_KIND_LSB = 155, ROW_DST_KIND_BITS = 2,
-    ROW_DST_BASE_LSB = 157, ROW_DST_BASE_BITS = 20,
-    ROW_DST_CW0_LSB = 177, ROW_DST_CW0_BITS = 10,
-    ROW_DST_CG0_LSB = 187, ROW_DST_CG0_BITS = 8,
-    ROW_DST_CGRPS_LSB = 195, ROW_DST_CGRPS_BITS = 8,
-    ROW_DST_DDR_LSB = 203, ROW_DST_DDR_BITS = 32,
-    ROW_W_OFF_LSB = 235, ROW_W_OFF_BITS = 24,
-    ROW_W_BLK_LSB = 259, ROW_W_BLK_BITS = 12,
-    ROW_W_RES_LSB = 271, ROW_W_RES_BITS = 1,
-    ROW_RD_WAIT_LSB = 272, ROW_RD_WAIT_BITS = 1,
+    ROW_CO_LAST_LSB = 32, ROW_CO_LAST_BITS = 7,
+    ROW_LG_BAND_LSB = 39, ROW_LG_BAND_BITS = 5,
+    ROW_SHIFT_LSB = 44, ROW_SHIFT_BITS = 7,
+    ROW_RELU_LSB = 51, ROW_RELU_BITS = 1,
+    ROW_OUT_LO_LSB = 52, ROW_OUT_LO_BITS = 18,
+    ROW_OUT_HI_LSB = 70, ROW_OUT_HI_BITS = 18,
+    ROW_SRC_KIND_LSB = 88, ROW_SRC_KIND_BITS = 2,
+    ROW_SRC_SIGNED_LSB = 90, ROW_SRC_SIGNED_BITS = 1,
+    ROW_SRC_BASE_LSB = 91, ROW_SRC_BASE_BITS = 20,
+    ROW_SRC_LG_ROWS_LSB = 111, ROW_SRC_LG_ROWS_BITS = 5,
+    ROW_SRC_CGRPS_LSB = 116, ROW_SRC_CGRPS_BITS = 8,
+    ROW_SRC_DDR_LSB = 124, ROW_SRC_DDR_BITS = 32,
+    ROW_DST_KIND_LSB = 156, ROW_DST_KIND_BITS = 2,
+    ROW_DST_BASE_LSB = 158, ROW_DST_BASE_BITS = 20,
+    ROW_DST_CW0_LSB = 178, ROW_DST_CW0_BITS = 10,
+    ROW_DST_CG0_LSB = 188, ROW_DST_CG0_BITS = 8,
+    ROW_DST_CGRPS_LSB = 196, ROW_DST_CGRPS_BITS = 8,
+    ROW_DST_DDR_LSB = 204, ROW_DST_DDR_BITS = 32,
+    ROW_W_OFF_LSB = 236, ROW_W_OFF_BITS = 24,
+    ROW_W_BLK_LSB = 260, ROW_W_BLK_BITS = 12,
+    ROW_W_RES_LSB = 272, ROW_W_RES_BITS = 1,
+    ROW_RD_WAIT_LSB = 273, ROW_RD_WAIT_BITS = 1,
 };
 
 }  // namespace zq_spec

@@ -37,7 +37,7 @@ module zq_core #(
     input  wire                   s2,
     input  wire [9:0]             ci_chunks,
     input  wire [9:0]             co_groups,
-    input  wire [5:0]             co_last,
+    input  wire [6:0]             co_last,
     input  wire [4:0]             lg_band,
     input  wire                   ring_fed,
     input  wire                   src_signed,
@@ -165,8 +165,9 @@ module zq_core #(
     // S3 the sums, S4 the DDR byte address.
     localparam META_W = 3 + NV_W + WPG + GR_W;
     localparam ADR_W  = WPG * ROW_W + 32 + 16;
-    logic [META_W-1:0] meta [1:LAT];
-    logic [ADR_W-1:0]  ameta [4:LAT];
+    // (packed shift registers and vectors: Yosys 0.23 mis-optimizes unpacked arrays of registers here)
+    logic [LAT*META_W-1:0]    meta;   // S1..S15, S1 in the low bits
+    logic [(LAT-3)*ADR_W-1:0] ameta;  // S4..S15, S4 in the low bits
     logic [LAT:1]      mv;            // a MAC step's pixel result at this stage (last step)
     wire [NV_W:0]      nwords0 = ({1'b0, s_nvalid} + (NV_W+1)'(N_CI - 1)) >> $clog2(N_CI);
     // per-layer terms (the layer constants hold still while its steps are in flight)
@@ -178,21 +179,21 @@ module zq_core #(
         lo_mask   <= (20'd1 << (lg_band + lg_out)) - 20'd1;
     end
     logic [WPG-1:0]    m_en;
-    logic [9:0]        cw1 [0:WPG-1];
+    logic [WPG*10-1:0] cw1;           // per bank: the destination channel word of the step's group
     always_comb begin
         for (int b = 0; b < WPG; b++) begin
             logic [9:0] w;
             w  = 10'((b - 32'(dst_cw0)) & (WPG - 1));
-            cw1[b]  = dst_cw0 + (s_g << LWPG) + w;
+            cw1[b*10 +: 10] = dst_cw0 + (s_g << LWPG) + w;
             m_en[b] = w < 10'(nwords0);
         end
     end
     // S1
-    logic [9:0]  a1_cw [0:WPG-1];
+    logic [WPG*10-1:0] a1_cw;
     logic [19:0] a1_pix, a1_off;
     logic [31:0] a1_g;
     // S2
-    logic [ROW_W-1:0] a2_rsh [0:WPG-1];
+    logic [WPG*ROW_W-1:0] a2_rsh;
     logic [19:0] a2_pix;
     logic [31:0] a2_gsh;
     logic [15:0] a2_left;
@@ -201,25 +202,25 @@ module zq_core #(
     logic [31:0] a3_unit;
     logic [15:0] a3_left;
     always_ff @(posedge clk) begin
-        for (int b = 0; b < WPG; b++) a1_cw[b] <= cw1[b];
+        a1_cw  <= cw1;
         a1_pix <= s_pix;
         a1_off <= s_pix & lo_mask;
         a1_g   <= 32'(dst_cg0) + 32'(s_g);
-        for (int b = 0; b < WPG; b++) a2_rsh[b] <= ROW_W'(a1_cw[b] >> LWPG) << lg2;
+        for (int b = 0; b < WPG; b++) a2_rsh[b*ROW_W +: ROW_W] <= ROW_W'(a1_cw[b*10 +: 10] >> LWPG) << lg2;
         a2_pix  <= a1_pix;
         a2_gsh  <= a1_g << lg2;
         a2_left <= 16'(run_units - a1_off);
-        for (int b = 0; b < WPG; b++) a3_rows[b*ROW_W +: ROW_W] <= dst_base + a2_rsh[b] + ROW_W'(a2_pix);
+        for (int b = 0; b < WPG; b++)
+            a3_rows[b*ROW_W +: ROW_W] <= dst_base + a2_rsh[b*ROW_W +: ROW_W] + ROW_W'(a2_pix);
         a3_unit <= a2_gsh + 32'(a2_pix);
         a3_left <= a2_left;
-        ameta[4] <= {a3_rows, dst_addr + (a3_unit << LPE), a3_left};
-        for (int i = 5; i <= LAT; i++) ameta[i] <= ameta[i-1];
+        ameta <= {ameta[(LAT-4)*ADR_W-1:0], a3_rows, dst_addr + (a3_unit << LPE), a3_left};
     end
     always_ff @(posedge clk) begin
         if (rst || abort) mv <= '0;
         else              mv <= {mv[LAT-1:1], s_valid && s_last};
-        meta[1] <= {s_blk_last, s_first, s_last, s_nvalid, m_en, GR_W'(dst_cg0) + GR_W'(s_g)};
-        for (int i = 2; i <= LAT; i++) meta[i] <= meta[i-1];
+        meta <= {meta[(LAT-1)*META_W-1:0], s_blk_last, s_first, s_last, s_nvalid, m_en,
+                 GR_W'(dst_cg0) + GR_W'(s_g)};
     end
 
     wire                  m_blk_last, m_first, m_last;
@@ -229,8 +230,8 @@ module zq_core #(
     wire [31:0]           m_addr;
     wire [15:0]           m_left;
     wire [GR_W-1:0]       m_grow;
-    assign {m_blk_last, m_first, m_last, m_nvalid, m_en15, m_grow} = meta[LAT];
-    assign {m_rows15, m_addr, m_left} = ameta[LAT];
+    assign {m_blk_last, m_first, m_last, m_nvalid, m_en15, m_grow} = meta[LAT*META_W-1 -: META_W];
+    assign {m_rows15, m_addr, m_left} = ameta[(LAT-3)*ADR_W-1 -: ADR_W];
 
     // lanes of channels >= the group's valid count are written as 0
     logic [N_PE*8-1:0] lanes;

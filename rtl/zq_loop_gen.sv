@@ -41,7 +41,7 @@ module zq_loop_gen #(
     input  wire               s2,
     input  wire [9:0]         ci_chunks,
     input  wire [9:0]         co_groups,
-    input  wire [5:0]         co_last,
+    input  wire [6:0]         co_last,
     input  wire [4:0]         lg_band,
     input  wire               ring_fed,     // SRC_STEM or SRC_DDR
     input  wire [ROW_W-1:0]   src_base,
@@ -78,7 +78,7 @@ module zq_loop_gen #(
     logic [4:0]  c_lg_in, c_lg_out, c_lg_rows, c_lg_band;
     logic        c_k3, c_s2, c_ring, c_res;
     logic [9:0]  c_chunks, c_groups;
-    logic [5:0]  c_last;
+    logic [6:0]  c_last;
     logic [ROW_W-1:0] c_base;
     logic [10:0] c_in_rows;
     logic [11:0] c_blk;

@@ -5,7 +5,7 @@
 
 `ifndef ZQ_SPEC_SVH
 `define ZQ_SPEC_SVH
-`define ZQ_SPEC_VERSION 2
+`define ZQ_SPEC_VERSION 3
 `define ZQ_LANE_BITS 8
 `define ZQ_W_BITS_MAX 8
 `define ZQ_ACC_BITS 32
@@ -30,7 +30,7 @@
 `define ZQ_HEADER_MAGIC 827806042
 `define ZQ_ADDR_ALIGN 4096
 `define ZQ_DDR_WINDOW_BYTES 536870912
-`define ZQ_ROW_BITS 273
+`define ZQ_ROW_BITS 274
 `define ZQ_STATUS_SHORT_FRAME 0
 `define ZQ_STATUS_LONG_FRAME 1
 `define ZQ_STATUS_AXI_READ_ERROR 2
@@ -86,80 +86,80 @@
 `define ZQ_ROW_CO_GROUPS_LSB 22
 `define ZQ_ROW_CO_GROUPS_W 10
 `define ZQ_ROW_CO_LAST_LSB 32
-`define ZQ_ROW_CO_LAST_W 6
-`define ZQ_ROW_LG_BAND_LSB 38
+`define ZQ_ROW_CO_LAST_W 7
+`define ZQ_ROW_LG_BAND_LSB 39
 `define ZQ_ROW_LG_BAND_W 5
-`define ZQ_ROW_SHIFT_LSB 43
+`define ZQ_ROW_SHIFT_LSB 44
 `define ZQ_ROW_SHIFT_W 7
-`define ZQ_ROW_RELU_LSB 50
+`define ZQ_ROW_RELU_LSB 51
 `define ZQ_ROW_RELU_W 1
-`define ZQ_ROW_OUT_LO_LSB 51
+`define ZQ_ROW_OUT_LO_LSB 52
 `define ZQ_ROW_OUT_LO_W 18
-`define ZQ_ROW_OUT_HI_LSB 69
+`define ZQ_ROW_OUT_HI_LSB 70
 `define ZQ_ROW_OUT_HI_W 18
-`define ZQ_ROW_SRC_KIND_LSB 87
+`define ZQ_ROW_SRC_KIND_LSB 88
 `define ZQ_ROW_SRC_KIND_W 2
-`define ZQ_ROW_SRC_SIGNED_LSB 89
+`define ZQ_ROW_SRC_SIGNED_LSB 90
 `define ZQ_ROW_SRC_SIGNED_W 1
-`define ZQ_ROW_SRC_BASE_LSB 90
+`define ZQ_ROW_SRC_BASE_LSB 91
 `define ZQ_ROW_SRC_BASE_W 20
-`define ZQ_ROW_SRC_LG_ROWS_LSB 110
+`define ZQ_ROW_SRC_LG_ROWS_LSB 111
 `define ZQ_ROW_SRC_LG_ROWS_W 5
-`define ZQ_ROW_SRC_CGRPS_LSB 115
+`define ZQ_ROW_SRC_CGRPS_LSB 116
 `define ZQ_ROW_SRC_CGRPS_W 8
-`define ZQ_ROW_SRC_DDR_LSB 123
+`define ZQ_ROW_SRC_DDR_LSB 124
 `define ZQ_ROW_SRC_DDR_W 32
-`define ZQ_ROW_DST_KIND_LSB 155
+`define ZQ_ROW_DST_KIND_LSB 156
 `define ZQ_ROW_DST_KIND_W 2
-`define ZQ_ROW_DST_BASE_LSB 157
+`define ZQ_ROW_DST_BASE_LSB 158
 `define ZQ_ROW_DST_BASE_W 20
-`define ZQ_ROW_DST_CW0_LSB 177
+`define ZQ_ROW_DST_CW0_LSB 178
 `define ZQ_ROW_DST_CW0_W 10
-`define ZQ_ROW_DST_CG0_LSB 187
+`define ZQ_ROW_DST_CG0_LSB 188
 `define ZQ_ROW_DST_CG0_W 8
-`define ZQ_ROW_DST_CGRPS_LSB 195
+`define ZQ_ROW_DST_CGRPS_LSB 196
 `define ZQ_ROW_DST_CGRPS_W 8
-`define ZQ_ROW_DST_DDR_LSB 203
+`define ZQ_ROW_DST_DDR_LSB 204
 `define ZQ_ROW_DST_DDR_W 32
-`define ZQ_ROW_W_OFF_LSB 235
+`define ZQ_ROW_W_OFF_LSB 236
 `define ZQ_ROW_W_OFF_W 24
-`define ZQ_ROW_W_BLK_LSB 259
+`define ZQ_ROW_W_BLK_LSB 260
 `define ZQ_ROW_W_BLK_W 12
-`define ZQ_ROW_W_RES_LSB 271
+`define ZQ_ROW_W_RES_LSB 272
 `define ZQ_ROW_W_RES_W 1
-`define ZQ_ROW_RD_WAIT_LSB 272
+`define ZQ_ROW_RD_WAIT_LSB 273
 `define ZQ_ROW_RD_WAIT_W 1
 `endif
 
 `ifdef ZQ_ROW_FUNCTIONS
 // layer-row field decoders: row_<field>(row)
-function automatic [4:0] row_lg_in(input [272:0] r); row_lg_in = r[0 +: 5]; endfunction
-function automatic [4:0] row_lg_out(input [272:0] r); row_lg_out = r[5 +: 5]; endfunction
-function automatic [0:0] row_k3(input [272:0] r); row_k3 = r[10 +: 1]; endfunction
-function automatic [0:0] row_s2(input [272:0] r); row_s2 = r[11 +: 1]; endfunction
-function automatic [9:0] row_ci_chunks(input [272:0] r); row_ci_chunks = r[12 +: 10]; endfunction
-function automatic [9:0] row_co_groups(input [272:0] r); row_co_groups = r[22 +: 10]; endfunction
-function automatic [5:0] row_co_last(input [272:0] r); row_co_last = r[32 +: 6]; endfunction
-function automatic [4:0] row_lg_band(input [272:0] r); row_lg_band = r[38 +: 5]; endfunction
-function automatic signed [6:0] row_shift(input [272:0] r); row_shift = r[43 +: 7]; endfunction
-function automatic [0:0] row_relu(input [272:0] r); row_relu = r[50 +: 1]; endfunction
-function automatic signed [17:0] row_out_lo(input [272:0] r); row_out_lo = r[51 +: 18]; endfunction
-function automatic signed [17:0] row_out_hi(input [272:0] r); row_out_hi = r[69 +: 18]; endfunction
-function automatic [1:0] row_src_kind(input [272:0] r); row_src_kind = r[87 +: 2]; endfunction
-function automatic [0:0] row_src_signed(input [272:0] r); row_src_signed = r[89 +: 1]; endfunction
-function automatic [19:0] row_src_base(input [272:0] r); row_src_base = r[90 +: 20]; endfunction
-function automatic [4:0] row_src_lg_rows(input [272:0] r); row_src_lg_rows = r[110 +: 5]; endfunction
-function automatic [7:0] row_src_cgrps(input [272:0] r); row_src_cgrps = r[115 +: 8]; endfunction
-function automatic [31:0] row_src_ddr(input [272:0] r); row_src_ddr = r[123 +: 32]; endfunction
-function automatic [1:0] row_dst_kind(input [272:0] r); row_dst_kind = r[155 +: 2]; endfunction
-function automatic [19:0] row_dst_base(input [272:0] r); row_dst_base = r[157 +: 20]; endfunction
-function automatic [9:0] row_dst_cw0(input [272:0] r); row_dst_cw0 = r[177 +: 10]; endfunction
-function automatic [7:0] row_dst_cg0(input [272:0] r); row_dst_cg0 = r[187 +: 8]; endfunction
-function automatic [7:0] row_dst_cgrps(input [272:0] r); row_dst_cgrps = r[195 +: 8]; endfunction
-function automatic [31:0] row_dst_ddr(input [272:0] r); row_dst_ddr = r[203 +: 32]; endfunction
-function automatic [23:0] row_w_off(input [272:0] r); row_w_off = r[235 +: 24]; endfunction
-function automatic [11:0] row_w_blk(input [272:0] r); row_w_blk = r[259 +: 12]; endfunction
-function automatic [0:0] row_w_res(input [272:0] r); row_w_res = r[271 +: 1]; endfunction
-function automatic [0:0] row_rd_wait(input [272:0] r); row_rd_wait = r[272 +: 1]; endfunction
+function automatic [4:0] row_lg_in(input [273:0] r); row_lg_in = r[0 +: 5]; endfunction
+function automatic [4:0] row_lg_out(input [273:0] r); row_lg_out = r[5 +: 5]; endfunction
+function automatic [0:0] row_k3(input [273:0] r); row_k3 = r[10 +: 1]; endfunction
+function automatic [0:0] row_s2(input [273:0] r); row_s2 = r[11 +: 1]; endfunction
+function automatic [9:0] row_ci_chunks(input [273:0] r); row_ci_chunks = r[12 +: 10]; endfunction
+function automatic [9:0] row_co_groups(input [273:0] r); row_co_groups = r[22 +: 10]; endfunction
+function automatic [6:0] row_co_last(input [273:0] r); row_co_last = r[32 +: 7]; endfunction
+function automatic [4:0] row_lg_band(input [273:0] r); row_lg_band = r[39 +: 5]; endfunction
+function automatic signed [6:0] row_shift(input [273:0] r); row_shift = r[44 +: 7]; endfunction
+function automatic [0:0] row_relu(input [273:0] r); row_relu = r[51 +: 1]; endfunction
+function automatic signed [17:0] row_out_lo(input [273:0] r); row_out_lo = r[52 +: 18]; endfunction
+function automatic signed [17:0] row_out_hi(input [273:0] r); row_out_hi = r[70 +: 18]; endfunction
+function automatic [1:0] row_src_kind(input [273:0] r); row_src_kind = r[88 +: 2]; endfunction
+function automatic [0:0] row_src_signed(input [273:0] r); row_src_signed = r[90 +: 1]; endfunction
+function automatic [19:0] row_src_base(input [273:0] r); row_src_base = r[91 +: 20]; endfunction
+function automatic [4:0] row_src_lg_rows(input [273:0] r); row_src_lg_rows = r[111 +: 5]; endfunction
+function automatic [7:0] row_src_cgrps(input [273:0] r); row_src_cgrps = r[116 +: 8]; endfunction
+function automatic [31:0] row_src_ddr(input [273:0] r); row_src_ddr = r[124 +: 32]; endfunction
+function automatic [1:0] row_dst_kind(input [273:0] r); row_dst_kind = r[156 +: 2]; endfunction
+function automatic [19:0] row_dst_base(input [273:0] r); row_dst_base = r[158 +: 20]; endfunction
+function automatic [9:0] row_dst_cw0(input [273:0] r); row_dst_cw0 = r[178 +: 10]; endfunction
+function automatic [7:0] row_dst_cg0(input [273:0] r); row_dst_cg0 = r[188 +: 8]; endfunction
+function automatic [7:0] row_dst_cgrps(input [273:0] r); row_dst_cgrps = r[196 +: 8]; endfunction
+function automatic [31:0] row_dst_ddr(input [273:0] r); row_dst_ddr = r[204 +: 32]; endfunction
+function automatic [23:0] row_w_off(input [273:0] r); row_w_off = r[236 +: 24]; endfunction
+function automatic [11:0] row_w_blk(input [273:0] r); row_w_blk = r[260 +: 12]; endfunction
+function automatic [0:0] row_w_res(input [273:0] r); row_w_res = r[272 +: 1]; endfunction
+function automatic [0:0] row_rd_wait(input [273:0] r); row_rd_wait = r[273 +: 1]; endfunction
 `undef ZQ_ROW_FUNCTIONS
 `endif

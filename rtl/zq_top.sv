@@ -215,7 +215,7 @@ module zq_top #(
     logic [4:0]  c_lg_in, c_lg_out, c_lg_band, c_src_lg_rows;
     logic        c_k3, c_s2, c_relu, c_src_signed, c_w_res, c_rd_wait, c_ring, c_src_ddr;
     logic [9:0]  c_chunks, c_groups, c_dst_cw0;
-    logic [5:0]  c_co_last;
+    logic [6:0]  c_co_last;
     logic [1:0]  c_dst_kind;
     logic [ROW_W-1:0] c_src_base, c_dst_base;
     logic [7:0]  c_dst_cg0, c_src_cgrps;

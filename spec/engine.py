@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-SPEC_VERSION = 2
+SPEC_VERSION = 3
 
 # ---------------------------------------------------------------------------
 # Data widths of the datapath (the numeric contract is docs/fixed-point.md)
@@ -87,7 +87,7 @@ ROW: tuple[Field, ...] = (
     Field("s2", 1, "stride 2 (else 1)"),
     Field("ci_chunks", 10, "input words of N_CI channels per pixel read by the MAC loop"),
     Field("co_groups", 10, "output-channel groups of N_PE"),
-    Field("co_last", 6, "valid output channels in the last group (1..N_PE)"),
+    Field("co_last", 7, "valid output channels in the last group (1..N_PE, N_PE <= 64)"),
     Field("lg_band", 5, "log2 of the output rows per band (the MAC loop's outermost unit)"),
     # requantization (docs/fixed-point.md)
     Field("shift", 7, "requantization shift s = F_in + F_w - F_out (s > 0 rounds, s <= 0 shifts left)",
