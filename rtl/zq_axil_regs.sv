@@ -68,12 +68,24 @@ module zq_axil_regs #(
         A_CTRL = ADDR_W'(`ZQ_REG_AP_CTRL), A_GIE = ADDR_W'(`ZQ_REG_GIE), A_IER = ADDR_W'(`ZQ_REG_IER),
         A_ISR = ADDR_W'(`ZQ_REG_ISR), A_WTS = ADDR_W'(`ZQ_REG_WTS), A_ACT = ADDR_W'(`ZQ_REG_ACT),
         A_LSEL = ADDR_W'(`ZQ_REG_LAYER_SEL);
-    // output registers, in port order
-    localparam [N_OUT*ADDR_W-1:0] A_OUT = {
-        ADDR_W'(`ZQ_REG_LAYER_STALLS), ADDR_W'(`ZQ_REG_LAYER_CYCLES), ADDR_W'(`ZQ_REG_DRAM_WR_BYTES),
-        ADDR_W'(`ZQ_REG_DRAM_RD_BYTES), ADDR_W'(`ZQ_REG_DRAM_STALL_CYCLES), ADDR_W'(`ZQ_REG_CYCLES_LAST),
-        ADDR_W'(`ZQ_REG_ENGINE_INFO), ADDR_W'(`ZQ_REG_BUILD_PARAMS), ADDR_W'(`ZQ_REG_NET_ID),
-        ADDR_W'(`ZQ_REG_FRAMES_DONE), ADDR_W'(`ZQ_REG_STATUS)};
+    // output registers, in port order (a case, not a concatenation of casts: Yosys 0.23 mis-sizes
+    // `N'(constant)` inside concatenations)
+    function automatic [ADDR_W-1:0] a_out(input integer i);
+        case (i)
+            0:  a_out = `ZQ_REG_STATUS;
+            1:  a_out = `ZQ_REG_FRAMES_DONE;
+            2:  a_out = `ZQ_REG_NET_ID;
+            3:  a_out = `ZQ_REG_BUILD_PARAMS;
+            4:  a_out = `ZQ_REG_ENGINE_INFO;
+            5:  a_out = `ZQ_REG_CYCLES_LAST;
+            6:  a_out = `ZQ_REG_DRAM_STALL_CYCLES;
+            7:  a_out = `ZQ_REG_DRAM_RD_BYTES;
+            8:  a_out = `ZQ_REG_DRAM_WR_BYTES;
+            9:  a_out = `ZQ_REG_LAYER_CYCLES;
+            10: a_out = `ZQ_REG_LAYER_STALLS;
+            default: a_out = '0;
+        endcase
+    endfunction
     wire [N_OUT*32-1:0] o_data = {layer_stalls, layer_cycles, dram_wr_bytes, dram_rd_bytes, dram_stall_cycles,
                                   cycles_last, engine_info, build_params, net_id, frames_done, status};
     wire [N_OUT-1:0]    o_vld  = {layer_stalls_vld, layer_cycles_vld, dram_wr_bytes_vld, dram_rd_bytes_vld,
@@ -178,7 +190,7 @@ module zq_axil_regs #(
             end else begin
                 if (o_vld[i]) o_reg[i] <= o_data[i*32 +: 32];
                 if (o_vld[i]) o_valid[i] <= 1'b1;
-                else if (ar_hs && raddr == A_OUT[i*ADDR_W +: ADDR_W] + ADDR_W'(4)) o_valid[i] <= 1'b0;
+                else if (ar_hs && raddr == a_out(i) + ADDR_W'(4)) o_valid[i] <= 1'b0;
             end
         end
     end
@@ -199,8 +211,8 @@ module zq_axil_regs #(
         else if (raddr == A_ACT + ADDR_W'(4)) rd = act[63:32];
         else if (raddr == A_LSEL) rd = layer_sel;
         for (int i = 0; i < N_OUT; i++) begin
-            if (raddr == A_OUT[i*ADDR_W +: ADDR_W]) rd = o_reg[i];
-            if (raddr == A_OUT[i*ADDR_W +: ADDR_W] + ADDR_W'(4)) rd = {31'd0, o_valid[i]};
+            if (raddr == a_out(i)) rd = o_reg[i];
+            if (raddr == a_out(i) + ADDR_W'(4)) rd = {31'd0, o_valid[i]};
         end
     end
     always_ff @(posedge clk) begin

@@ -178,6 +178,9 @@ module zq_core #(
         run_units <= 20'd1 << (lg_band + lg_out);
         lo_mask   <= (20'd1 << (lg_band + lg_out)) - 20'd1;
     end
+    // the GAP row of the step's group (a sized wire: no width casts inside the concatenation below)
+    wire  [9:0]        grow_full = 10'(dst_cg0) + s_g;
+    wire  [GR_W-1:0]   grow1 = grow_full[GR_W-1:0];
     logic [WPG-1:0]    m_en;
     logic [WPG*10-1:0] cw1;           // per bank: the destination channel word of the step's group
     always_comb begin
@@ -219,8 +222,7 @@ module zq_core #(
     always_ff @(posedge clk) begin
         if (rst || abort) mv <= '0;
         else              mv <= {mv[LAT-1:1], s_valid && s_last};
-        meta <= {meta[(LAT-1)*META_W-1:0], s_blk_last, s_first, s_last, s_nvalid, m_en,
-                 GR_W'(dst_cg0) + GR_W'(s_g)};
+        meta <= {meta[(LAT-1)*META_W-1:0], s_blk_last, s_first, s_last, s_nvalid, m_en, grow1};
     end
 
     wire                  m_blk_last, m_first, m_last;

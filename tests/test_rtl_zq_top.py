@@ -268,6 +268,26 @@ def test_register_offsets_follow_vitis_rules(rtl):
         assert re.search(rf"port={name}\b[^\n]*offset=0x{o:x}\b", pragmas, re.I), name
 
 
+def test_no_width_casts_inside_concatenations(rtl):
+    """`P'(expr)` inside a concatenation is read differently by Yosys 0.23 (it drops the cast: a
+    register table came out shifted, and a pipeline lost the MAC array's results); the RTL keeps
+    such casts out of concatenations (a sized wire or a function instead)."""
+    bad = []
+    for f in sorted(RTL_DIR.glob("*.sv")):
+        text = re.sub(r"//[^\n]*", "", f.read_text())
+        depth, start = 0, 0
+        for i, ch in enumerate(text):
+            if ch == "{":
+                depth, start = depth + 1, (i if depth == 0 else start)
+            elif ch == "}" and depth:
+                depth -= 1
+                seg = text[start:i + 1]
+                casts = re.findall(r"(\w+)'\(", seg)
+                if depth == 0 and any(not c.isdigit() for c in casts):
+                    bad.append(f"{f.name}:{text[:start].count(chr(10)) + 1}: {' '.join(seg.split())[:80]}")
+    assert not bad, bad
+
+
 def test_verilator_lint(tiny, rtl):
     """verilator --lint-only -Wall is clean (unused-signal and the Vitis port name `interrupt` aside)."""
     from zynqflow.sim.rtl_sim import _ensure_verilator
