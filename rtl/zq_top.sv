@@ -289,7 +289,8 @@ module zq_top #(
                     end
                 end
                 T_FETCH: begin
-                    row   <= LAYER_TABLE[li * RB +: RB];
+                    for (int i = 0; i < N_LAYERS; i++)      // a mux over the rows (no li * RB multiply)
+                        if (li == (LI_W+1)'(i)) row <= LAYER_TABLE[i*RB +: RB];
                     state <= T_DECODE;
                 end
                 T_DECODE: begin

@@ -3,9 +3,11 @@ failure detection, the AXI4 memory model, and the rtl-fast backend.
 
 The reference zynqnet-mini checkpoint's first 1 000 Fashion-MNIST test images go
 through rtl/ on two simulator processes and must equal the golden model bit for
-bit, with the cycle count of the RTL README's formula on every frame. The
-ZQ_MAXI=1 path (AXI4 memory models wired to m_axi_wts / m_axi_act) runs on
-sim/harness/zq_maxi_echo.sv, a small DUT with the DDR engine's port list.
+bit; every frame takes the same cycles (the first of each simulator reads the
+weight image, the later ones keep it on chip), within 0.1 % of the cycle
+model. The full 256x256 ZynqNet runs one frame pair here too. The AXI4 memory
+models (m_axi_wts / m_axi_act) are the engine's DDR; sim/harness/zq_maxi_echo.sv,
+a small DUT with the engine's port list, tests them on their own.
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ import pytest
 
 from zynqflow.export import fixtures as exports
 from zynqflow.sim import rtl_fast as rf
-from zynqflow.sim.rtl_params import FRAME_OVERHEAD, LAYER_OVERHEAD
+from zynqflow.export.exporter import load_plan
+from zynqflow.spec.cycles import RTL_TIMING, predict
 
 N_REAL = 1000
 ERR = -32768
@@ -47,15 +50,23 @@ def ref():
     return dict(ex=ex, lib=lib, build=build, frames=test.hwc(), labels=test.labels, man=man)
 
 
-def formula_cycles(man: dict) -> int:
-    """cycles_last of a frame without stalls (rtl/README.md, Timing)."""
-    in_beats = int(np.prod(man["input"]["shape"])) // 4
-    return (in_beats + man["buffers_words"][0] + sum(l["hw_cycles"] + LAYER_OVERHEAD for l in man["layers"])
-            + man["output"]["classes"] + FRAME_OVERHEAD)
+def model_cycles(ex, cached: bool = True) -> int:
+    """cycles_last of a frame by the cycle model (the first frame after a reset reads the image)."""
+    return predict(load_plan(ex), cached=cached)["frame"]["cycles"]
+
+
+def steady(ref) -> int:
+    """The RTL's cycles_last for frames after the first of a simulator (measured once per session)."""
+    if "steady" not in ref:
+        b = rf.run_sharded(rf.SimSpec.for_export(ref["lib"], ref["ex"]), ref["frames"][:2], workers=1, chunk=2)
+        b.check()
+        ref["steady"], ref["first"] = int(b.cycles_last[1]), int(b.cycles_last[0])
+    return ref["steady"]
 
 
 def sim(ref, **kw) -> rf.FastSim:
     s = rf.FastSim.for_export(ref["lib"], ref["ex"], **kw)
+    s.attach_memory((ref["ex"] / "weights.bin").read_bytes())
     s.start(auto_restart=True)
     return s
 
@@ -71,10 +82,17 @@ def test_thousand_test_images_bit_exact(ref):
     wall = time.perf_counter() - t0
     gold = rf.golden(ref["ex"], frames)
     assert res.logits.shape == (N_REAL, 10) and np.array_equal(res.logits, gold)
-    want = formula_cycles(ref["man"])
-    assert want == 61609
-    assert (res.cycles_last == want).all() and (res.cycles_measured == want).all()
-    assert (res.periods == want + 1).all() and len(res.periods) == N_REAL - len(res.chunk_cycles)
+    want = steady(ref)
+    # frames after a simulator's first: one cycle count, the model's within 0.1 %, and 5 % or less
+    # above the old on-chip engine's 61 609 (issue target); a simulator's first frame reads the image
+    cyc = res.cycles_last.astype(np.int64)
+    firsts = int((cyc != want).sum())
+    assert firsts <= len(res.workers) and (cyc[cyc != want] == ref["first"]).all()
+    assert (res.cycles_measured == cyc).all()
+    assert abs(want - model_cycles(ref["ex"])) <= 0.001 * want and want <= 61609 * 1.05
+    assert abs(ref["first"] - model_cycles(ref["ex"], cached=False)) <= 0.001 * ref["first"]
+    assert (res.periods[res.periods < ref["first"]] == want + RTL_TIMING.restart).all()
+    assert len(res.periods) == N_REAL - len(res.chunk_cycles)
     assert (res.status == 0).all() and (res.flags == 0).all()
     assert len(res.workers) == 2 and sum(w["frames"] for w in res.workers.values()) == N_REAL
     assert sum(res.frames_done_per_worker.values()) == N_REAL
@@ -90,14 +108,17 @@ def test_backpressure_gives_identical_logits(ref):
     """Random gaps on s_axis_in and random TREADY on m_axis_out (p = 0.4 each): the same logits,
     every frame slower, cycles_last still equal to the harness's count."""
     frames = ref["frames"][N_REAL:N_REAL + 40]
-    spec = rf.SimSpec(str(ref["lib"]), 1024, 10)
-    plain = rf.run_sharded(spec, frames, workers=1)
-    bp = rf.run_sharded(spec, frames, workers=1, backpressure=0.4, seed=9)
+    spec = rf.SimSpec.for_export(ref["lib"], ref["ex"])
+    plain = rf.run_sharded(spec, frames, workers=1, chunk=len(frames))
+    bp = rf.run_sharded(spec, frames, workers=1, chunk=len(frames), backpressure=0.4, seed=9)
     bp.check()
     assert np.array_equal(bp.logits, plain.logits)
     assert np.array_equal(bp.logits, rf.golden(ref["ex"], frames))
-    assert (plain.cycles_last == 61609).all()
-    assert (bp.cycles_last.astype(np.int64) > 61609 + 50).all()    # ~170 input gaps per 256-beat frame
+    want = steady(ref)
+    assert (plain.cycles_last[1:] == want).all()
+    # the stem reads the frame ahead of the first layer: the input gaps (~170 per 256-beat frame) mostly
+    # hide behind compute; the output stalls do not
+    assert (bp.cycles_last[1:].astype(np.int64) >= want).all() and (bp.cycles_last[1:] > want).mean() > 0.5
     assert (bp.cycles_last.astype(np.int64) == bp.cycles_measured).all()
     assert len(set(bp.cycles_last.tolist())) > 5                    # the stalls differ frame to frame
 
@@ -119,12 +140,13 @@ def test_short_and_long_frames_then_good_ones(ref):
     b = s.run_beats(d, l, 4)
     gold = rf.golden(ref["ex"], f)
     assert b.problems() == []
-    assert b.status.tolist() == [1, 0, 2, 0]
+    # flags in 15:0, error frames since reset in 31:16
+    assert b.status.tolist() == [1 | 1 << 16, 1 << 16, 2 | 2 << 16, 2 << 16]
     assert (b.logits[0] == ERR).all() and (b.logits[2] == ERR).all()
     assert np.array_equal(b.logits[1], gold[0]) and np.array_equal(b.logits[3], gold[1])
     assert b.regs["frames_done"].tolist() == [1, 2, 3, 4]
     assert (b.cycles_last.astype(np.int64) == b.cycles_measured).all()
-    assert b.cycles_last[1] == 61609 and b.cycles_last[0] < 200    # the error frame is answered at once
+    assert b.cycles_last[1] == ref["first"] and b.cycles_last[0] < 0.02 * ref["first"]   # answered at once
     s.close()
 
 
@@ -140,7 +162,7 @@ def test_stopped_dut_times_out_with_its_registers(ref):
     assert "128 of 128 input beats accepted" in msg and "AP_CTRL 0x" in msg and "frames_done 0x0" in msg
     s.close()
     # in a worker process of the pool: the same error reaches the caller, the other chunks are dropped
-    spec = rf.SimSpec(str(ref["lib"]), 1024, 10)
+    spec = rf.SimSpec.for_export(ref["lib"], ref["ex"])
     with pytest.raises(rf.SimTimeout, match="no output frame for 1000 cycles"):
         rf.run_sharded(spec, ref["frames"][:8], workers=2, chunk=2, frame_budget=1000)
 
@@ -164,7 +186,8 @@ def test_mismatch_is_named(ref, tmp_path, capsys):
     assert rc == 1 and "MISMATCH" in err and "frame 3, logit 7" in err
     r = json.loads((tmp_path / "b.json").read_text())
     assert r["mismatches_vs_golden"] == 0 and r["identical_to_expected"] is False and r["frames"] == 6
-    assert r["cycles_per_frame"] == dict(median=61609.0, min=61609, max=61609)
+    assert r["cycles_per_frame"]["max"] == ref["first"] and r["cycles_per_frame"]["min"] == steady(ref)
+    assert r["dram_bytes_per_frame"] >= 256 and r["cycles_model"]["worst_layer_error_pct"] < 3
 
 
 def test_build_error_names_the_verilator_error(ref, tmp_path):
@@ -180,7 +203,7 @@ def test_cache_key(ref):
     """Same inputs, same build; the maxi flag or another source changes the key."""
     a, b = rf.FastBuild(ref["ex"]), rf.FastBuild(ref["ex"])
     assert a.key == b.key and a.lib == ref["lib"] and a.lib.is_file()
-    assert rf.FastBuild(ref["ex"], maxi=True).key != a.key
+    assert rf.FastBuild(ref["ex"], maxi=False).key != a.key
     assert rf.FastBuild(ref["ex"], sources=a.sources[:-1] + [rf.HARNESS_DIR / "zq_maxi_echo.sv"]).key != a.key
 
 
@@ -206,6 +229,7 @@ def test_axi_mem_unit(tmp_path):
 
 ECHO_REGS = {"AP_CTRL": 0x00, "wts": 0x10, "act": 0x1C, "status": 0x28, "frames_done": 0x38, "cycles_last": 0x80}
 ECHO_CTRL = {"ap_start": 0x1, "auto_restart": 0x80}
+ECHO_READ = ("status", "cycles_last", "frames_done")   # the echo DUT has no DRAM counters
 
 
 @pytest.fixture(scope="module")
@@ -251,7 +275,7 @@ def test_maxi_memories_through_the_harness(ref, echo):
     assert s.read("wts") == 0x3000 and s.read(0x1C) == 0x40000
     s.start()
     frames = ref["frames"][:4]
-    b = s.run_frames(frames)
+    b = s.run_frames(frames, regs=ECHO_READ)
     assert np.array_equal(b.logits, echo_expected(frames, wts))
     assert b.status.tolist() == [0, 0, 0, 0] and b.regs["frames_done"].tolist() == [1, 2, 3, 4]
     assert (b.cycles_last.astype(np.int64) == b.cycles_measured).all()
@@ -278,7 +302,7 @@ def test_maxi_sharded_with_setup(ref, echo):
     import functools
 
     wts = np.arange(7, 23, dtype=np.uint32) * 1000003
-    spec = rf.SimSpec(str(echo), 1024, 10, regmap=ECHO_REGS, ctrl=ECHO_CTRL,
+    spec = rf.SimSpec(str(echo), 1024, 10, regmap=ECHO_REGS, ctrl=ECHO_CTRL, regs=ECHO_READ,
                       setup=functools.partial(echo_setup, wts=wts.tobytes()))
     frames = ref["frames"][:24]
     res = rf.run_sharded(spec, frames, workers=2, chunk=4)
@@ -298,7 +322,7 @@ def test_maxi_latency_and_errors(ref, echo):
         s = echo_sim(ref, echo, read_latency=lr, write_latency=lw)
         s.write64("act", 0x1000)
         s.start()
-        cyc[lr, lw] = s.run_frames(frames).cycles_last.astype(int).tolist()
+        cyc[lr, lw] = s.run_frames(frames, regs=ECHO_READ).cycles_last.astype(int).tolist()
         s.close()
     assert cyc[42, 16] == [c + 10 for c in cyc[32, 16]]
     assert cyc[32, 21] == [c + 40 for c in cyc[32, 16]]
@@ -307,20 +331,22 @@ def test_maxi_latency_and_errors(ref, echo):
     s.write64("wts", (1 << 24) - 16)    # the 5-beat read runs past the end: DECERR
     s.mem("act").error_range(0x1000, 0x1008, reads=True, writes=False)
     s.start()
-    b = s.run_frames(frames)
+    b = s.run_frames(frames, regs=ECHO_READ)
     assert b.status.tolist() == [0b0100, 0b0100]          # bit 2: a read answered SLVERR/DECERR
     st_a, st_w = s.mem("act").stats(), s.mem("wts").stats()
     assert st_a["slverr"] == 2 and st_a["decerr"] == 0 and st_w["decerr"] == 2 * 3
     s.mem("act").error_range(0x1000, 0x1080, reads=False, writes=True)
     s.mem("act").error_range(0, 0, reads=True, writes=False)
     s.write64("wts", 0)
-    b = s.run_frames(frames)
+    b = s.run_frames(frames, regs=ECHO_READ)
     assert b.status.tolist() == [0b1000, 0b1000]          # bit 3: a write answered SLVERR
     s.close()
 
 
 def test_no_maxi_build_refuses_memory_calls(ref):
-    s = rf.FastSim.for_export(ref["lib"], ref["ex"])
+    lib = rf.FastBuild(ref["ex"], sources=[rf.HARNESS_DIR / "zq_maxi_echo.sv"], top="zq_maxi_echo", maxi=False,
+                       tag="nomaxi").build()
+    s = rf.FastSim.for_export(lib, ref["ex"], regmap=ECHO_REGS, ctrl=ECHO_CTRL)
     assert not s.maxi
     with pytest.raises(rf.RtlFastError, match="without AXI4 master ports"):
         s.mem("act").write(0, b"\0" * 8)
@@ -338,11 +364,38 @@ def test_rtl_fast_backend(ref, capsys):
         c = acc.classify(frames[:5])
     assert np.array_equal(r.logits, gold) and np.array_equal(c.logits, gold[:5])
     assert r.clock == "simulated time, RTL at 100 MHz, accelerator only"
-    assert np.allclose(r.latency_s, 61609 / 100e6) and r.info["cycles_last"] == 61609
-    assert r.info["workers"] == 2 and r.info["frames_done"] == 80 and r.info["frame_period_cycles"] == 61610
-    assert c.info["cycles_last_per_frame"] == [61609] * 5
-    assert abs(r.fps - 100e6 / 61609) < 50      # 80 frames on 2 engines' worth of back-to-back cycles
+    want = steady(ref)
+    assert r.info["cycles_last"] == want and set(np.round(r.latency_s * 100e6).astype(int)) <= {want, ref["first"]}
+    assert r.info["workers"] == 2 and r.info["frames_done"] == 80
+    assert r.info["frame_period_cycles"] == want + RTL_TIMING.restart
+    assert set(c.info["cycles_last_per_frame"]) <= {want, ref["first"]}
+    assert abs(r.fps - 100e6 / want) < 50      # 80 frames on 2 engines' worth of back-to-back cycles
     rc = cli.main(["benchmark", "--export", str(ref["ex"]), "--backend", "golden,rtl-fast", "--frames", "16",
                    "--json"])
     out = json.loads(capsys.readouterr().out)
     assert rc == 0 and [row["bit_exact_vs_first"] for row in out["rows"]] == [True, True]
+
+
+# ---- the full ZynqNet --------------------------------------------------------------------------
+def test_full_zynqnet_two_frames():
+    """The 256x256 ZynqNet (random weights, 16x16 engine, three tensors in DDR, the weight image
+    streamed each frame): two frames back to back, bit-exact; every layer within 3 % of the cycle
+    model; at most 2.5 M cycles per frame (40 frames/s at 100 MHz, RTL simulation) and a MAC
+    utilization of 0.85 or more; the DRAM traffic the RTL counts is the plan's."""
+    ex = exports.random_export("zynqnet", vectors=2, n_pe=16, n_ci=16)
+    man = json.loads((ex / "manifest.json").read_text())
+    assert man["input"]["shape"] == [256, 256, 3] and man["memory"]["scratch_bytes"] > 0
+    frames = np.random.default_rng(5).integers(0, 256, (2, 256, 256, 3), dtype=np.uint8)
+    res = rf.run_export(ex, frames, workers=1, chunk=2)      # raises on a mismatch or a status
+    plan = load_plan(ex)
+    pred = predict(plan)
+    for m, p in zip(res.layers, pred["layers"]):
+        assert abs(p["cycles"] - m["cycles"]) <= 0.03 * m["cycles"], (p["name"], m, p["cycles"])
+    cyc = int(res.cycles_last[1])
+    assert cyc == int(res.cycles_last[0]) <= 2_500_000
+    assert sum(l.macs for l in plan.layers) / (256 * cyc) >= 0.85
+    w = man["memory"]
+    t = w["ddr_tensors"]
+    wr = sum(-(-v["channels"] // 16) * 16 * v["size"] ** 2 for v in t.values())
+    assert int(res.regs["dram_wr_bytes"][1]) == wr
+    assert int(res.regs["dram_rd_bytes"][1]) == pred["frame"]["dram_rd_bytes"] > w["weight_image_bytes"]
