@@ -35,11 +35,13 @@ help:
 	@echo "make test            the test suite (pytest)"
 	@echo "make train NET=.. DATA=..   train (QAT) -> build/<net>/<dataset>/checkpoint.pt, metrics.json"
 	@echo "make report NET=..   per-layer characterization -> build/<net>/report.json, roofline.png"
-	@echo "make export CKPT=..  integers, HLS header, .mem ROMs, manifest -> build/<net>/export/"
+	@echo "make export CKPT=..  integers, HLS header, RTL parameters, weight image, manifest -> build/<net>/export/"
+	@echo "                     (no checkpoint for NET: seeded random weights, SEED=0; said so)"
 	@echo "make csim            HLS C simulation with g++ -> build/<net>/<dataset>/csim.json"
-	@echo "make bench           speed and bit-exactness figures -> build/bench/*.json"
+	@echo "make bench           speed and bit-exactness figures, the full ZynqNet in RTL -> build/bench/*.json"
 	@echo "make hls             Vitis HLS csim/csynth/cosim/export (needs vitis_hls)"
-	@echo "make rtl-sim         cocotb + Verilator on the RTL twin -> build/<net>/rtl_perf.json"
+	@echo "make rtl-sim         cocotb + Verilator on the RTL twin, then per-layer cycles vs the model"
+	@echo "                     -> build/<net>/rtl_perf.json"
 	@echo "make rtl-bench [FRAMES=N BACKPRESSURE=1]  the test set through the RTL twin (free-running Verilator,"
 	@echo "                     one simulator per core), bit-exact vs golden -> build/<net>/rtl_bench.json"
 	@echo "make synth-estimate  Yosys synth_xilinx estimate -> build/<net>/resources.json"
@@ -83,8 +85,13 @@ bench: export
 demo: $(STAMP)
 	$(PY) -m zynqflow.bench.demo
 
-hls: export
+hls: hls-tool export
 	bash hls/scripts/hls.sh $(EXPORT) build/$(NET)/hls
+
+.PHONY: hls-tool
+hls-tool:
+	@command -v vitis_hls >/dev/null || { echo "make hls: vitis_hls not found on PATH (Vitis HLS 2023.2: source" \
+	    "<Vitis>/settings64.sh). Without it, make csim runs the same engine in g++ C simulation." >&2; exit 1; }
 
 # RTL twin under cocotb + Verilator: the cocotb suite, then rtl_perf.json.
 # RTL=hls runs the same tests on the Vitis-exported Verilog (build/<net>/hls/...).
@@ -92,7 +99,7 @@ RTL ?= rtl
 RTL_FRAMES ?= 8
 rtl-sim: export
 	RTL=$(RTL) $(PY) -m pytest -q tests/test_rtl_zq_top.py
-	$(PY) -m zynqflow.bench.rtl_perf $(EXPORT) --frames $(RTL_FRAMES) --data $(DATA) $(DATA_ARG) --rtl $(RTL)
+	$(PY) -m zynqflow.bench.rtl_perf $(EXPORT) --frames $(RTL_FRAMES) $(if $(filter hls,$(RTL)),--rtl hls,)
 
 # The RTL twin at full speed: a free-running Verilator harness (sim/harness/, zynqflow.sim.rtl_fast),
 # one simulator per core, every frame checked against the golden model. FRAMES given on the command

@@ -13,6 +13,14 @@ Writes into ``build/bench/``:
                    Verilator harness, one simulator per core (``--rtl-frames``,
                    default all 10 000; see zynqflow.bench.rtl_bench): accuracy,
                    mismatches vs golden, cycles per frame, simulator speed.
+``zynqnet.json``   the full 256x256 ZynqNet (seeded random weights) through the
+                   RTL: frames back to back, bit-exact vs golden, cycles per
+                   frame, fps at 100 MHz (RTL simulation), MAC utilization, DRAM
+                   bytes and stalls, each layer against the cycle model; the
+                   same frames at longer DDR read latencies (64, 128 cycles:
+                   measured), and the model's 150 MHz projection.
+``resources.json`` with ``--only ...,synth``: Yosys estimate of the engine that
+                   runs zynqnet (make synth-estimate NET=zynqnet).
 
 Every figure names the machine it was measured on.
 """
@@ -126,6 +134,59 @@ def bench_training(net_name: str, ckpt: str, data_dir: str | None, steps: int, r
     )
 
 
+ZYNQNET_EXPORT = Path("build/zynqnet/export")
+
+
+def zynqnet_export() -> Path:
+    """build/zynqnet/export with seeded random weights (as `make export NET=zynqnet` makes it)."""
+    from zynqflow.export.exporter import main as export_main
+
+    man = ZYNQNET_EXPORT / "manifest.json"
+    if not man.is_file() or not json.loads(man.read_text()).get("weights_source", "").startswith("random:"):
+        if export_main(["--net", "zynqnet", "--random-weights", "0", "--vectors", "2", "--out", str(ZYNQNET_EXPORT)]):
+            raise RuntimeError("export of zynqnet failed")
+    return ZYNQNET_EXPORT
+
+
+def bench_zynqnet(out: Path, frames: int = 3) -> dict:
+    """The full ZynqNet through the RTL (frames back to back), and at longer DDR latencies."""
+    from dataclasses import asdict, replace
+
+    from zynqflow.bench.rtl_bench import measure
+    from zynqflow.export.exporter import load_plan
+    from zynqflow.sim import rtl_fast as rf
+    from zynqflow.spec import engine as E
+    from zynqflow.spec.cycles import predict
+
+    ex = zynqnet_export()
+    r = measure(ex, frames=frames, workers=1, out=Path("build/zynqnet/rtl_bench.json"))
+    plan = load_plan(ex)
+    lib = rf.FastBuild(ex).build()
+    x = np.random.default_rng(7).integers(0, 256, (2, 256, 256, 3), dtype=np.uint8)
+    sweep = []
+    for lat in (32, 64, 128):
+        mem = replace(E.MEMORY_MODEL, read_latency=lat, write_latency=lat // 2)
+        res = rf.run_sharded(rf.SimSpec.for_export(lib, ex, memory=asdict(mem)), x, workers=1, chunk=2,
+                             frame_budget=rf.cycle_budget(ex) * 2)
+        res.check()
+        rf.compare_logits(res.logits, rf.golden(ex, x))
+        cyc = int(res.cycles_last[-1])
+        sweep.append(dict(read_latency=lat, write_latency=lat // 2, cycles_per_frame=cyc,
+                          fps_at_100mhz=100e6 / (cyc + 2), model_cycles=predict(plan, memory=mem)["frame"]["cycles"],
+                          bit_exact=True))
+    keys = ("network", "frames", "mismatches_vs_golden", "cycles_per_frame", "frame_period_cycles", "fps_at_100mhz",
+            "fps_at_100mhz_label", "utilization", "dram_bytes_per_frame", "dram_rd_bytes_per_frame",
+            "dram_wr_bytes_per_frame", "dram_mb_per_s_at_100mhz", "dram_stall_cycles", "cycles_model", "layers",
+            "projection_150mhz", "memory_model", "machine")
+    z = {k: r.get(k) for k in keys}
+    z.update(input=[256, 256, 3], macs_per_frame=plan.macs, weights="seeded random (no ImageNet here): speed and "
+             "bit-exactness figures, not accuracy", export=str(ex), engine=asdict(plan.engine),
+             ddr_latency_sweep=dict(label="measured, RTL simulation (read latency in cycles at 100 MHz; write latency "
+                                          "half of it)", rows=sweep))
+    (out / "zynqnet.json").write_text(json.dumps(z, indent=2) + "\n")
+    return z
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--net", default="zynqnet-mini")
@@ -134,7 +195,8 @@ def main(argv=None) -> int:
     p.add_argument("--steps", type=int, default=40, help="timed training steps per window")
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--out", default="build/bench")
-    p.add_argument("--only", default="training,csim,bitexact,rtl", help="comma list of parts to run")
+    p.add_argument("--only", default="training,csim,bitexact,rtl,zynqnet",
+                   help="comma list of parts to run (also: synth, the Yosys estimate of the zynqnet engine)")
     p.add_argument("--rtl-frames", type=int, default=10000, help="test images through the RTL simulation")
     a = p.parse_args(argv)
     out = Path(a.out)
@@ -195,6 +257,28 @@ def main(argv=None) -> int:
         if r["mismatches_vs_golden"]:
             print(f"bench: RTL mismatches vs golden: {r['first_mismatch']['message']}", file=sys.stderr)
             return 1
+    if "zynqnet" in parts:
+        print("bench: the full 256x256 ZynqNet through the RTL twin (random weights), DDR latency sweep ...", flush=True)
+        z = bench_zynqnet(out)
+        rows += [("zynqnet 256x256: cycles/frame (RTL sim)", f"{z['cycles_per_frame']['median']:.0f}"),
+                 ("zynqnet: fps at 100 MHz, RTL simulation", f"{z['fps_at_100mhz']:.1f}"),
+                 ("zynqnet: MAC utilization", f"{z['utilization']:.3f}"),
+                 ("zynqnet: DRAM MB/frame (MB/s at 100 MHz)",
+                  f"{z['dram_bytes_per_frame'] / 1e6:.2f} ({z['dram_mb_per_s_at_100mhz']:.0f})"),
+                 ("zynqnet: worst layer vs cycle model", f"{z['cycles_model']['worst_layer_error_pct']:.2f} %"),
+                 ("zynqnet: fps, DDR read latency 32/64/128",
+                  " / ".join(f"{w['fps_at_100mhz']:.1f}" for w in z["ddr_latency_sweep"]["rows"])),
+                 ("zynqnet: 150 MHz (cycle model)", f"{z['projection_150mhz']['fps']:.1f} fps")]
+        if z["mismatches_vs_golden"]:
+            return 1
+    if "synth" in parts:
+        from zynqflow.bench.synth_estimate import estimate
+        print("bench: Yosys estimate of the zynqnet engine (several minutes) ...", flush=True)
+        res = estimate(zynqnet_export(), out=out / "resources.json")
+        rows += [("zynqnet engine: DSP / BRAM36 / LUT / FF (Yosys)",
+                  f"{res['dsp']} / {res['bram36']:.0f} / {res['lut']} / {res['ff']}"),
+                 ("zynqnet engine: longest logic path (Yosys sta, logic only)",
+                  f"{res['timing']['sta'].get('logic_delay_ns', float('nan')):.2f} ns")]
     width = max((len(k) for k, _ in rows), default=0)
     print(f"\nbench results ({machine()['cpu']}, {os.cpu_count()} cores) -> {out}/")
     for k, v in rows:

@@ -538,7 +538,10 @@ def plan_hardware(qnet: QNet, engine: EngineParams = EngineParams()) -> HwPlan:
             words.append(bw)
             words.append(wwords[g].astype(np.int8).view(np.uint8).reshape(-1, P * C))
     for l in plan.layers:
-        l.row_packed = E.pack_row(l.row, f"layer '{l.name}'")
+        try:
+            l.row_packed = E.pack_row(l.row, f"layer '{l.name}'")
+        except ValueError as e:    # a field the row cannot hold (e.g. a weight block over 4095 words)
+            raise ExportError(f"layer '{l.name}'", str(e).split(": ", 1)[-1]) from None
     plan.rows = [l.row_packed for l in plan.layers]
     plan.net_id = qnet.network_id()
     body = np.concatenate([w.reshape(-1) for w in words]) if words else np.zeros(0, np.uint8)

@@ -10,8 +10,9 @@ import pytest
 import torch
 
 from zynqflow.spec.topology import get_config
-from zynqflow.export.exporter import (LAYER_FIELDS, EngineParams, ExportError, export, load_checkpoint_qnet,
-                                   plan_hardware)
+from zynqflow.export.exporter import EngineParams, ExportError, export, load_checkpoint_qnet, load_plan, plan_hardware
+from zynqflow.export.plan import default_engine, plan_layout
+from zynqflow.spec import engine as E
 from zynqflow.spec.qnet import QNet
 from zynqflow.spec.golden import golden_logits, golden_tensors
 from zynqflow.model.net import qnet_from_model
@@ -95,40 +96,80 @@ def test_export_writes_consistent_files(tmp_path):
     q2 = QNet.load_npz(d / "integers.npz")
     assert q2.network_id() == q.network_id()
     np.testing.assert_array_equal(golden_logits(q2, frames), logits)
-    # .mem files: one line per ROM word, lanes packed lane 0 in the LSBs
+    # the weight image: the header, then per (layer, group) a bias word and the weight words
     plan = plan_hardware(q, EngineParams())
-    wl = (d / "weights.mem").read_text().split()
-    assert len(wl) == len(plan.weights) and all(len(s) == 16 * 8 * 8 // 4 for s in wl)
-    word = int(wl[3], 16)
-    lane = lambda v, i, bits: ((v >> (i * bits)) & ((1 << bits) - 1)) - (((v >> (i * bits + bits - 1)) & 1) << bits)
-    assert [lane(word, i, 8) for i in range(128)] == plan.weights[3].ravel().tolist()
-    bl = (d / "biases.mem").read_text().split()
-    assert [lane(int(bl[0], 16), i, 32) for i in range(16)] == plan.biases[0].tolist()
-    ll = (d / "layers.mem").read_text().split()
-    assert len(ll) == len(q.layers)
-    row = [lane(int(ll[1], 16), i, 16) for i in range(len(LAYER_FIELDS))]
-    assert row == plan.layers[1].fields()
+    img = (d / "weights.bin").read_bytes()
+    assert img == plan.weight_image and len(img) == man["memory"]["weight_image_bytes"]
+    hdr = {f.name: int.from_bytes(img[i * 4:i * 4 + 4], "little") for i, f in enumerate(E.HEADER)}
+    assert hdr == dict(magic=E.HEADER_MAGIC, spec_version=E.SPEC_VERSION, net_id=q.network_id(), word_bytes=128,
+                       n_words=plan.image_words, header_bytes=256)
+    P, C = 16, 8
+    word = lambda i: np.frombuffer(img, np.uint8)[256 + i * P * C: 256 + (i + 1) * P * C]
+    l1, q1 = plan.layers[1], q.layers[1]        # f2/s3: 3x3, one group, one chunk
+    assert np.frombuffer(word(l1.w_off).tobytes()[:4 * P], "<i4")[: q1.cout].tolist() == q1.b.tolist()
+    # weight word (tap 4 = centre, chunk 0): lane (pe, ci) = w[pe, 1, 1, ci]
+    w = word(l1.w_off + 1 + 4).view(np.int8).reshape(P, C)
+    assert w[: q1.cout, : q1.cin].tolist() == q1.w[:, 1, 1, :].tolist()
+    # the RTL parameters carry the packed layer table and the constants of net_params.h
+    svh = (d / "rtl_params.svh").read_text()
+    assert f"`define ZQ_NET_ID 32'h{q.network_id():08x}" in svh and f"`define ZQ_N_LAYERS {len(q.layers)}" in svh
+    table = int(svh.split("`define ZQ_LAYER_TABLE ")[1].split()[0].split("'h")[1], 16)
+    rows = [table >> (i * E.ROW_BITS) & ((1 << E.ROW_BITS) - 1) for i in range(len(q.layers))]
+    assert rows == plan.rows and E.unpack_row(rows[1])["k3"] == 1
     header = (d / "net_params.h").read_text()
-    assert f"constexpr unsigned NET_ID = 0x{q.network_id():08x}u;" in header
-    assert f"constexpr int N_LAYERS = {len(q.layers)};" in header
+    assert f"0x{q.network_id():08x}" in header and f"N_LAYERS = {len(q.layers)}" in header
+    assert man["cycles_model"]["cycles"] > plan.mac_cycles and man["weights_source"] == "unknown"
+    assert load_plan(d).rows == plan.rows
 
 
-def test_hardware_plan_cycles_and_buffers():
+def test_hardware_plan_mini_and_zynqnet():
     net, _ = calibrated("zynqnet-mini")
     plan = plan_hardware(qnet_from_model(net), EngineParams(16, 8))
-    # stem is im2col'ed: a 1x1 conv on 16x16 pixels of 9 channels (2 chunks)
+    # stem is im2col'ed: a 1x1 conv on 16x16 pixels of 9 channels (2 chunks), fed by the stem ring
     c1 = plan.layers[0]
     assert (c1.k, c1.stride, c1.in_size, c1.ci_chunks, c1.co_groups) == (1, 1, 16, 2, 4)
+    assert c1.src_kind == E.SRC_STEM and c1.band_rows == 1
     # hand-computed: groups * pixels * taps * chunks per layer
     expect = [4 * 256 * 1 * 2, 1 * 256 * 1 * 8, 2 * 256 * 1 * 2, 2 * 256 * 9 * 2,
               2 * 64 * 9 * 8, 4 * 64 * 1 * 4, 4 * 64 * 9 * 4,
               2 * 64 * 1 * 16, 4 * 64 * 1 * 4, 4 * 64 * 9 * 4,
               4 * 16 * 9 * 16, 4 * 16 * 1 * 8, 4 * 16 * 9 * 8, 1 * 16 * 1 * 16]
-    assert [l.cycles() for l in plan.layers] == expect
-    assert plan.total_cycles == 60672
-    # input buffer + three rotating activation buffers
-    assert plan.buf_words == [16 * 16 * 2, 16 * 16 * 8, 16 * 16 * 2]
-    assert plan.layers[-1].is_last == 1 and plan.layers[-1].dst_buf == 15
+    assert [l.mac_cycles for l in plan.layers] == expect and plan.mac_cycles == 60672
+    # everything on chip: the weight image is cached, no DDR tensors
+    assert plan.weight_cache and not plan.ddr_tensors and plan.scratch_bytes == 0
+    assert plan.layers[-1].dst_kind == E.DST_GAP
+    # the full ZynqNet on its default engine: three tensors in DDR, a streamed weight ring
+    zn = plan_layout(get_config("zynqnet"), default_engine(get_config("zynqnet")))
+    assert (zn.engine.n_pe, zn.engine.n_ci) == (16, 16)
+    assert sorted(t.name for t in zn.tensors.values() if t.place == "ddr") == ["c1", "f2", "f3"]
+    assert not zn.weight_cache and zn.wring_words == 512 and zn.scratch_bytes == 2 << 20
+    assert zn.act_bytes() <= 320 * 1024 and zn.macs > 500e6
+    kinds = {l.name: (l.src_kind, l.dst_kind) for l in zn.layers}
+    assert kinds["c1"] == (E.SRC_STEM, E.DST_DDR) and kinds["f2/s3"] == (E.SRC_DDR, E.DST_ACT)
+
+
+def test_plan_refusals_name_the_layer():
+    cfg = get_config("zynqnet-mini")
+    with pytest.raises(ExportError, match=r"layer '.*'.*on-chip activations.*budget is 1 KiB"):
+        plan_layout(cfg, EngineParams(16, 8, act_kb=1))
+    with pytest.raises(ExportError, match="n_pe=4 < 8"):
+        plan_layout(cfg, EngineParams(4, 4))
+    with pytest.raises(ExportError, match="must be a multiple of n_ci"):
+        plan_layout(cfg, EngineParams(16, 32))
+    with pytest.raises(ExportError, match="32: a weight word must be 64 bytes"):
+        plan_layout(cfg, EngineParams(8, 4))
+
+
+def test_export_cli_random_weights(tmp_path, capsys):
+    from zynqflow.export.exporter import main
+    assert main(["--net", "zynqnet-tiny", "--random-weights", "3", "--vectors", "2", "--out", str(tmp_path / "r")]) == 0
+    err = capsys.readouterr().err
+    assert "seeded random weights (seed 3)" in err and "not accuracy" in err
+    man = json.loads((tmp_path / "r" / "manifest.json").read_text())
+    assert man["weights_source"] == "random:3" and man["test_vectors"] == 2
+    with pytest.raises(SystemExit):
+        main(["--random-weights", "3", "--out", str(tmp_path / "x")])     # no --net
+    assert not (tmp_path / "x").exists()
 
 
 def test_export_refuses_design_rule_violation(tmp_path):
@@ -154,12 +195,16 @@ def test_overflow_proof_refuses_overflowing_network(tmp_path):
     with pytest.raises(ExportError, match=r"layer 'f2/s3'.*accumulator may overflow.*3x3x8192"):
         export(q, tmp_path / "out")
     assert not (tmp_path / "out").exists()
-    # the same topology with 4096 channels is provably safe
+    # the same topology with 4096 channels is provably safe ...
+    from zynqflow.export.exporter import verify
     cfg = fire_net("safe", 16, 1, 10, stem=4096, fires=[FireSpec(8, 8, 8, downsample=True)])
     net = ZynqNet(cfg)
     net.calibrate([torch.randint(0, 256, (2, 1, 16, 16)).float() / 256])
-    export(qnet_from_model(net), tmp_path / "ok")
-    assert (tmp_path / "ok" / "manifest.json").is_file()
+    verify(qnet_from_model(net))
+    # ... but its 3x3 squeeze needs weight blocks of 1 + 9 * 512 words: more than a layer row holds
+    with pytest.raises(ExportError, match=r"layer 'f2/s3'.*w_blk=4609 does not fit 12 bits"):
+        export(qnet_from_model(net), tmp_path / "ok")
+    assert not (tmp_path / "ok").exists()
 
 
 def test_export_refuses_integers_that_disagree_with_topology(tmp_path):
