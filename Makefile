@@ -31,7 +31,8 @@ DATA_ARG := $(if $(DATA_DIR),--data-dir $(DATA_DIR),)
         bitstream deploy clean
 
 help:
-	@echo "make demo            short training, fixed-point evaluation, report, export, C-sim"
+	@echo "make demo            short training, fixed-point evaluation, report, export, C-sim, RTL twin,"
+	@echo "                     host driver on the RTL, one full 256x256 ZynqNet frame (RTL-simulated fps)"
 	@echo "make test            the test suite (pytest)"
 	@echo "make train NET=.. DATA=..   train (QAT) -> build/<net>/<dataset>/checkpoint.pt, metrics.json"
 	@echo "make report NET=..   per-layer characterization -> build/<net>/report.json, roofline.png"
@@ -71,8 +72,10 @@ report: $(STAMP)
 # no checkpoint for NET (e.g. the full zynqnet on a fresh clone): seeded random weights, said so
 SEED    ?= 0
 EXPORT_SRC = $(if $(wildcard $(CKPT)),--ckpt $(CKPT),--net $(NET) --random-weights $(SEED))
+# EXPORT_ARGS passes more exporter options, e.g. the engine: EXPORT_ARGS="--n-pe 16 --n-ci 16"
+EXPORT_ARGS ?=
 export: $(STAMP)
-	$(PY) -m zynqflow.export $(EXPORT_SRC) --out $(EXPORT) $(DATA_ARG)
+	$(PY) -m zynqflow.export $(EXPORT_SRC) --out $(EXPORT) $(DATA_ARG) $(EXPORT_ARGS)
 
 csim: export
 	$(PY) -m zynqflow.bench.csim_eval --export $(EXPORT) --ckpt $(CKPT) --frames $(FRAMES) $(DATA_ARG) \

@@ -255,7 +255,7 @@ def cmd_models(a) -> int:
     for pe, ci in get_space(a.space).engine_pairs():
         r = hw_model.evaluate(cfg, pe, ci, a.part)
         fits = max(hw_model.violations(r, a.part).values()) <= 0
-        print(f"{pe:>4d}x{ci:<2d} {r['cycles_per_frame']:>9d} {r['fps']:>8.0f} {r['dsp']:>5d} {r['bram36']:>6d} "
+        print(f"{pe:>4d}x{ci:<2d} {r['cycles_per_frame']:>9d} {r['fps']:>8.0f} {r['dsp']:>5d} {r['bram36']:>6g} "
               f"{r['lut']:>7d} {r['ff']:>7d}  {'yes' if fits else 'no'}")
     return 0
 

@@ -75,21 +75,54 @@ def rams(plan) -> list[Ram]:
     ]
 
 
-# Yosys 0.23 ``synth_xilinx -family xc7`` of rtl/ (make synth-estimate) on these exports
-# (random weights; export.fixtures): engine and what Yosys counted. LUT/FF below are fitted
-# to them by least squares (tests/test_resources.py refits and checks the error).
+# Yosys 0.23 ``synth_xilinx -family xc7`` of rtl/ (make synth-estimate) on these random-weight
+# exports (export.fixtures.random_export(net, n_pe=, n_ci=, input_size=)): what Yosys counted.
+# LUT/FF below are the least-squares fit of :func:`fit` to them; tests/test_resources.py refits,
+# checks every point and the BRAM model against the same runs.
 CALIBRATION: dict[str, dict] = {
-    "zynqnet-random0-pe16ci16": dict(n_pe=16, n_ci=16, lut=21101, ff=23047, bram36=100.0),
-    "zynqnet-mini-random0-pe16ci8": dict(n_pe=16, n_ci=8, lut=17182, ff=15730, bram36=49.0),
-    "zynqnet-mini-random0-pe8ci8": dict(n_pe=8, n_ci=8, lut=10224, ff=8792, bram36=48.0),
+    "zynqnet-random0-pe16ci16": dict(net="zynqnet", input_size=None, n_pe=16, n_ci=16,
+                                     lut=19157, ff=24092, bram36=100.0, dsp=128),
+    "zynqnet-mini-random0-pe16ci8": dict(net="zynqnet-mini", input_size=None, n_pe=16, n_ci=8,
+                                         lut=17182, ff=15730, bram36=49.0, dsp=64),
+    "zynqnet-mini-random0-pe8ci8": dict(net="zynqnet-mini", input_size=None, n_pe=8, n_ci=8,
+                                        lut=10224, ff=8792, bram36=48.0, dsp=32),
+    "zynqnet-128-random0-pe32ci8": dict(net="zynqnet", input_size=128, n_pe=32, n_ci=8,
+                                        lut=25871, ff=28752, bram36=133.0, dsp=128),
 }
 # lut = a0 + a1 * lanes + a2 * n_pe + a3 * n_ci (+ the LUT RAM of the small RAMs); ff likewise
-LUT_COEF = (3098.0, 28.46, 588.6, 0.0)
-FF_COEF = (1854.0, 57.16, 409.9, 0.0)
+LUT_COEF = (5677.5, 21.91, 410.66, 0.0)
+FF_COEF = (2281.0, 66.76, 295.06, 0.0)
 
 
 def _linear(coef, e) -> float:
     return coef[0] + coef[1] * e.n_pe * e.n_ci + coef[2] * e.n_pe + coef[3] * e.n_ci
+
+
+def calibration_plan(point: dict):
+    """The hardware plan of a :data:`CALIBRATION` point (the export Yosys synthesized)."""
+    from zynqflow.export.plan import EngineParams, plan_layout
+    from zynqflow.spec.topology import get_config
+
+    return plan_layout(get_config(point["net"], input_size=point["input_size"]),
+                       EngineParams(point["n_pe"], point["n_ci"]))
+
+
+def fit(calibration: dict[str, dict] = CALIBRATION) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """Least-squares LUT and FF coefficients (a0, a1 per lane, a2 per PE, a3 = 0) over the
+    calibration runs; the LUT target excludes the LUT RAM that :func:`estimate` adds itself."""
+    import numpy as np
+
+    rows, lut, ff = [], [], []
+    for point in calibration.values():
+        lutram = sum(r.lutram_luts for r in rams(calibration_plan(point)))
+        rows.append((1.0, point["n_pe"] * point["n_ci"], point["n_pe"]))
+        lut.append(point["lut"] - lutram)
+        ff.append(point["ff"])
+    a = np.array(rows)
+    lut_c = np.linalg.lstsq(a, np.array(lut, float), rcond=None)[0]
+    ff_c = np.linalg.lstsq(a, np.array(ff, float), rcond=None)[0]
+    return (tuple(round(float(v), 2) for v in lut_c) + (0.0,),
+            tuple(round(float(v), 2) for v in ff_c) + (0.0,))
 
 
 def estimate(plan) -> dict:

@@ -50,7 +50,7 @@ FORMAT_VERSION = 2          # the manifest format this host reads (export/export
 # files each backend needs (manifest "files" keys), and how to make them
 BACKEND_FILES = {
     "golden": ("integers",),
-    "csim": ("hls_header",),
+    "csim": ("hls_header", "weights"),
     "rtl": ("rtl_params", "weights", "integers"),
     "rtl-fast": ("rtl_params", "weights"),
     "pynq": ("weights",),
