@@ -6,6 +6,7 @@
     python -m zynqflow.dse report --study S [--hil K]                # outputs (and HIL) again
     python -m zynqflow.dse train --study S --trial N                 # promotion: full training
     python -m zynqflow.dse models --net zynqnet-mini [--part xc7z020] # the models over every engine
+    python -m zynqflow.dse publish --study S --trial N --dest DIR    # a promoted design, measured in RTL
 
 Outputs go to ``build/dse/<study>/`` (``--out-root`` moves them); the
 default storage is the journal file ``build/dse/<study>/journal.log``.
@@ -83,6 +84,12 @@ def parser() -> argparse.ArgumentParser:
     t.add_argument("--epochs", type=int, default=None, help="float epochs (default: the dataset's recipe)")
     t.add_argument("--qat-epochs", type=int, default=None)
     t.add_argument("--limit-train", type=int, default=None)
+    pb = sub.add_parser("publish", help="a promoted design: export for its engine, the test set through the RTL, "
+                                        "then config, checkpoint, metrics and the study's front into --dest")
+    _add_common(pb, study_required=True)
+    pb.add_argument("--trial", type=int, required=True)
+    pb.add_argument("--dest", required=True, help="e.g. model/reference/dse/fashion-mnist")
+    pb.add_argument("--frames", type=int, default=0, help="test images through the RTL (default 0: all)")
     m = sub.add_parser("models", help="a network against the hardware models, for every engine of the space")
     m.add_argument("--net", required=True, help="preset or JSON config")
     m.add_argument("--part", default="xc7z020")
@@ -260,10 +267,76 @@ def cmd_models(a) -> int:
     return 0
 
 
+def cmd_publish(a) -> int:
+    """A promoted design, measured: its checkpoint exported for its engine, ``--frames`` test
+    images (default all) through the RTL harness bit-exact against the golden model, then the
+    network config, checkpoint, training log, ``metrics.json`` (full-training ``fixed_top1``,
+    RTL ``fps_at_100mhz``, ``cycles_per_frame``, ``mac_units``) and the study's ``pareto.json``
+    and ``pareto.png`` copied into ``--dest``."""
+    import shutil
+
+    from zynqflow.bench.rtl_bench import measure
+
+    from . import report
+
+    study, settings, out = _load(a)
+    src = out / "promoted" / f"t{a.trial:04d}"
+    promo_f = src / "promotion.json"
+    if not promo_f.is_file():
+        raise ValueError(f"trial {a.trial} is not promoted ({promo_f} missing): make dse-train TRIAL={a.trial} first")
+    promo = json.loads(promo_f.read_text())
+    train_metrics = json.loads((src / "metrics.json").read_text())
+    for f in ("pareto.json", "pareto.png"):
+        if not (out / f).is_file():
+            raise ValueError(f"{out / f} missing: run `python -m zynqflow.dse report --study {study.study_name}`")
+    e = promo["engine"]
+    export_dir = src / "export"
+    cmd = [sys.executable, "-m", "zynqflow.export", "--ckpt", str(src / "checkpoint.pt"), "--out", str(export_dir),
+           "--n-pe", str(e["n_pe"]), "--n-ci", str(e["n_ci"])]
+    if a.data_dir:
+        cmd += ["--data-dir", a.data_dir]
+    print("publish: " + " ".join(cmd), flush=True)
+    subprocess.run(cmd, check=True)
+    rtl = measure(export_dir, frames=a.frames, data=settings.data, data_dir=a.data_dir, out=src / "rtl_bench.json")
+    if rtl["mismatches_vs_golden"]:
+        raise ValueError(f"the RTL disagrees with the golden model on {rtl['mismatches_vs_golden']} of "
+                         f"{rtl['frames']} frames ({src / 'rtl_bench.json'}): not published")
+    dest = Path(a.dest)
+    dest.mkdir(parents=True, exist_ok=True)
+    shutil.copy(promo["net_json"], dest / "config.json")
+    for f in ("checkpoint.pt", "train_log.jsonl"):
+        shutil.copy(src / f, dest / f)
+    for f in ("pareto.json", "pareto.png"):
+        shutil.copy(out / f, dest / f)
+    ref = report.reference_point() if settings.data == "fashion-mnist" else None
+    metrics = dict(
+        train_metrics, study=study.study_name, trial=a.trial, part=settings.part,
+        proxy_fixed_top1=promo["proxy_fixed_top1"], n_pe=e["n_pe"], n_ci=e["n_ci"], mac_units=e["n_pe"] * e["n_ci"],
+        fps_at_100mhz=round(rtl["fps_at_100mhz"], 1), fps_label=rtl["fps_at_100mhz_label"],
+        frame_period_cycles=rtl["frame_period_cycles"], cycles_per_frame=rtl["cycles_per_frame"],
+        utilization=rtl["utilization"], predicted_fps=promo["predicted"]["fps"],
+        rtl=dict(frames=rtl["frames"], mismatches_vs_golden=rtl["mismatches_vs_golden"], top1=rtl["top1"],
+                 golden_top1=rtl["golden_top1"], wall_seconds=rtl["wall_seconds"], machine=rtl["machine"]),
+        reference=ref,
+        dominates_reference=(None if ref is None else bool(
+            train_metrics["fixed_top1"] >= ref["fixed_top1"] and rtl["fps_at_100mhz"] >= ref["fps"]
+            and (train_metrics["fixed_top1"] > ref["fixed_top1"] or rtl["fps_at_100mhz"] > ref["fps"]))),
+        export_command=promo["export_command"])
+    (dest / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
+    print(f"publish: trial {a.trial} ({e['n_pe']}x{e['n_ci']}): fixed top-1 {metrics['fixed_top1']:.4f} on "
+          f"{metrics['test_images']} test images, {metrics['fps_at_100mhz']:.0f} {rtl['fps_at_100mhz_label']} "
+          f"({rtl['frames']} frames bit-exact in RTL)"
+          + (f"; reference zynqnet-mini {ref['fixed_top1']:.4f} at {ref['fps']:.0f} fps: "
+             f"{'dominated' if metrics['dominates_reference'] else 'not dominated'}" if ref else "")
+          + f" -> {dest}")
+    return 0
+
+
 def main(argv=None) -> int:
     a = parser().parse_args(argv)
     try:
-        return dict(run=cmd_run, worker=cmd_worker, report=cmd_report, train=cmd_train, models=cmd_models)[a.cmd](a)
+        return dict(run=cmd_run, worker=cmd_worker, report=cmd_report, train=cmd_train, models=cmd_models,
+                    publish=cmd_publish)[a.cmd](a)
     except ValueError as e:
         print(f"dse: {e}", file=sys.stderr)
         return 2

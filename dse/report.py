@@ -102,14 +102,31 @@ def spearman(a: list[float], b: list[float]) -> float | None:
     return cov / (va * vb) ** 0.5 if va and vb else None
 
 
-def promoted(out: Path) -> dict:
-    """The promoted (fully retrained) designs: proxy against full fixed top-1, and their rank correlation."""
+def reference_proxy_row(settings: Settings) -> dict | None:
+    """The reference zynqnet-mini as one more (proxy, full) pair, when its metrics record a proxy
+    run with this study's schedule and seed (``dse_proxy`` in its metrics.json)."""
+    if settings.data != "fashion-mnist" or not REFERENCE_METRICS.is_file():
+        return None
+    m = json.loads(REFERENCE_METRICS.read_text())
+    px = m.get("dse_proxy")
+    if not px or px.get("proxy_schedule") != settings.proxy or px.get("seed") != settings.seed:
+        return None
+    return dict(trial="reference zynqnet-mini", proxy_fixed_top1=px["fixed_top1"], fixed_top1=m["fixed_top1"],
+                checkpoint=str(REFERENCE_METRICS.parent.relative_to(REPO) / "checkpoint.pt"))
+
+
+def promoted(out: Path, settings: Settings | None = None) -> dict:
+    """The promoted (fully retrained) designs: proxy against full fixed top-1, and their rank
+    correlation (the reference zynqnet-mini counts as one more pair when its proxy run matches)."""
     rows = []
     for f in sorted((out / "promoted").glob("t*/promotion.json")):
         p = json.loads(f.read_text())
         if p.get("fixed_top1") is not None and p.get("proxy_fixed_top1") is not None:
             rows.append(dict(trial=p["trial"], proxy_fixed_top1=p["proxy_fixed_top1"], fixed_top1=p["fixed_top1"],
                              checkpoint=p["checkpoint"]))
+    ref = reference_proxy_row(settings) if settings is not None else None
+    if ref:
+        rows.append(ref)
     return dict(designs=rows, proxy_rank_correlation=spearman([r["proxy_fixed_top1"] for r in rows],
                                                               [r["fixed_top1"] for r in rows]))
 
@@ -141,7 +158,7 @@ def write(study: optuna.Study, settings: Settings, out: Path, hil: list[dict] | 
         proxy=settings.proxy_obj.describe(), proxy_schedule=settings.proxy, models=hw_model.MODEL,
         min_fps=settings.min_fps or None,
         space=settings.space, trials=len(rows), states=states, budget=study.user_attrs.get("trials"),
-        pareto=front, hil=hil or [], promoted=promoted(out),
+        pareto=front, hil=hil or [], promoted=promoted(out, settings),
         reference=reference_point() if settings.data == "fashion-mnist" else None,
     )
     _atomic_write(out / "pareto.json", json.dumps(rep, indent=2) + "\n")

@@ -253,6 +253,21 @@ def test_promotion_retrains_the_trial_network(two_worker_study):
     assert pro["designs"] == [dict(trial=r["number"], proxy_fixed_top1=r["fixed_top1_proxy"],
                                    fixed_top1=metrics["fixed_top1"], checkpoint=str(dest / "checkpoint.pt"))]
     assert pro["proxy_rank_correlation"] is None   # one design: no correlation yet
+    # publishing: export for its engine, test frames through the RTL bit-exact, metrics with RTL fps
+    pub = two_worker_study["root"] / "published"
+    assert dse_main(["publish", "--study", "two", "--storage", str(two_worker_study["journal"]), "--out-root",
+                     str(two_worker_study["root"]), "--trial", str(r["number"]), "--dest", str(pub),
+                     "--frames", "3"]) == 0
+    m = json.loads((pub / "metrics.json").read_text())
+    rtl = json.loads((dest / "rtl_bench.json").read_text())
+    assert m["fixed_top1"] == metrics["fixed_top1"] and m["rtl"]["frames"] == 3
+    assert m["rtl"]["mismatches_vs_golden"] == 0 and m["mac_units"] == r["engine"]["n_pe"] * r["engine"]["n_ci"]
+    assert m["fps_at_100mhz"] == pytest.approx(1e8 / rtl["frame_period_cycles"], abs=0.1)
+    assert m["fps_label"] == "fps at 100 MHz, RTL simulation" and m["reference"] is None   # synthetic data
+    assert get_config(str(pub / "config.json")).to_dict() == ck["config"]
+    assert {p.name for p in pub.iterdir()} >= {"checkpoint.pt", "pareto.json", "pareto.png", "train_log.jsonl"}
+    assert dse_main(["publish", "--study", "two", "--storage", str(two_worker_study["journal"]), "--out-root",
+                     str(two_worker_study["root"]), "--trial", "99", "--dest", str(pub)]) == 2
 
 
 def test_ctrl_c_leaves_a_consistent_study_that_resumes(tmp_path):
@@ -329,6 +344,17 @@ def test_min_fps_designs_are_not_trained(tmp_path):
         assert not (out / "trials" / f"{r['number']:04d}" / "checkpoint.pt").exists()
     rep = json.loads((out / "pareto.json").read_text())
     assert rep["pareto"] == [] and rep["min_fps"] == 1e9 and (out / "pareto.png").is_file()
+
+
+def test_reference_counts_in_the_rank_correlation_with_its_proxy_run():
+    from dataclasses import asdict
+    from zynqflow.dse.study import Proxy, Settings
+    r = report.reference_proxy_row(Settings(data="fashion-mnist", proxy=asdict(Proxy())))
+    assert r["fixed_top1"] == 0.9361 and 0.85 < r["proxy_fixed_top1"] < r["fixed_top1"]
+    # another schedule, seed or dataset: the reference's proxy score does not apply
+    assert report.reference_proxy_row(Settings(data="fashion-mnist", proxy=asdict(Proxy(epochs=3)))) is None
+    assert report.reference_proxy_row(Settings(data="fashion-mnist", proxy=asdict(Proxy()), seed=1)) is None
+    assert report.reference_proxy_row(Settings(data="synthetic", proxy=asdict(Proxy()))) is None
 
 
 def test_spearman():
