@@ -19,6 +19,11 @@ Writes into ``build/bench/``:
                    bytes and stalls, each layer against the cycle model; the
                    same frames at longer DDR read latencies (64, 128 cycles:
                    measured), and the model's 150 MHz projection.
+``dse.json``       the co-design search's committed Fashion-MNIST design
+                   (model/reference/dse/fashion-mnist/) exported for its engine,
+                   2 000 test images through the RTL (bit-exact, fps at 100 MHz),
+                   beside zynqnet-mini and the study's time and proxy rank
+                   correlation.
 ``resources.json`` with ``--only ...,synth``: Yosys estimate of the engine that
                    runs zynqnet (make synth-estimate NET=zynqnet).
 
@@ -187,6 +192,39 @@ def bench_zynqnet(out: Path, frames: int = 3) -> dict:
     return z
 
 
+DSE_REFERENCE = Path("model/reference/dse/fashion-mnist")
+
+
+def bench_dse(out: Path, frames: int = 2000) -> dict:
+    """The co-design search's committed Fashion-MNIST result (``make dse`` + ``dse-train`` +
+    ``dse publish``), measured again: its checkpoint exported for its engine and ``frames`` test
+    images through the RTL harness (bit-exact against golden, fps at 100 MHz), beside the study's
+    figures (trials, wall time, proxy rank correlation) and the reference zynqnet-mini."""
+    from zynqflow.bench.rtl_bench import measure
+    from zynqflow.export.exporter import main as export_main
+
+    m = json.loads((DSE_REFERENCE / "metrics.json").read_text())
+    front = json.loads((DSE_REFERENCE / "pareto.json").read_text())
+    ex = Path("build/dse-reference/export")
+    if export_main(["--ckpt", str(DSE_REFERENCE / "checkpoint.pt"), "--out", str(ex), "--n-pe", str(m["n_pe"]),
+                    "--n-ci", str(m["n_ci"])]):
+        raise RuntimeError("export of the searched design failed")
+    r = measure(ex, frames=frames, data="fashion-mnist", out=Path("build/dse-reference/rtl_bench.json"))
+    ref = m.get("reference") or {}
+    d = dict(design=m["train_config"]["net"], study=m["study"], trial=m["trial"], engine=f"{m['n_pe']}x{m['n_ci']}",
+             mac_units=m["mac_units"], fixed_top1=m["fixed_top1"], test_images=m["test_images"],
+             fps_at_100mhz=r["fps_at_100mhz"], fps_label=r["fps_at_100mhz_label"],
+             committed_fps_at_100mhz=m["fps_at_100mhz"], rtl_frames=r["frames"],
+             rtl_mismatches_vs_golden=r["mismatches_vs_golden"], rtl_top1=r["top1"],
+             reference=ref, fps_over_reference=r["fps_at_100mhz"] / ref["fps"] if ref else None,
+             dominates_reference=m.get("dominates_reference"),
+             study_trials=front.get("trials"), study_time=front.get("study_time"),
+             proxy_rank_correlation=(front.get("promoted") or {}).get("proxy_rank_correlation"),
+             machine=machine())
+    (out / "dse.json").write_text(json.dumps(d, indent=2) + "\n")
+    return d
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--net", default="zynqnet-mini")
@@ -195,7 +233,7 @@ def main(argv=None) -> int:
     p.add_argument("--steps", type=int, default=40, help="timed training steps per window")
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--out", default="build/bench")
-    p.add_argument("--only", default="training,csim,bitexact,rtl,zynqnet",
+    p.add_argument("--only", default="training,csim,bitexact,rtl,zynqnet,dse",
                    help="comma list of parts to run (also: synth, the Yosys estimate of the zynqnet engine)")
     p.add_argument("--rtl-frames", type=int, default=10000, help="test images through the RTL simulation")
     a = p.parse_args(argv)
@@ -270,6 +308,16 @@ def main(argv=None) -> int:
                   " / ".join(f"{w['fps_at_100mhz']:.1f}" for w in z["ddr_latency_sweep"]["rows"])),
                  ("zynqnet: 150 MHz (cycle model)", f"{z['projection_150mhz']['fps']:.1f} fps")]
         if z["mismatches_vs_golden"]:
+            return 1
+    if "dse" in parts and (DSE_REFERENCE / "metrics.json").is_file():
+        print("bench: the co-design search's Fashion-MNIST design through the RTL twin ...", flush=True)
+        d = bench_dse(out)
+        ref = d["reference"]
+        rows += [("DSE design: fixed top-1 (10 000 test images)", f"{d['fixed_top1']:.4f} ({d['engine']} engine)"),
+                 ("DSE design: fps at 100 MHz, RTL simulation", f"{d['fps_at_100mhz']:.0f} "
+                  f"({d['fps_over_reference']:.2f}x zynqnet-mini's {ref['fps']:.0f} at {ref['fixed_top1']:.4f})"),
+                 ("DSE design: RTL mismatches vs golden", f"{d['rtl_mismatches_vs_golden']} of {d['rtl_frames']}")]
+        if d["rtl_mismatches_vs_golden"]:
             return 1
     if "synth" in parts:
         from zynqflow.bench.synth_estimate import estimate

@@ -137,6 +137,30 @@ def _atomic_write(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
+def study_time(study: optuna.Study) -> dict:
+    """How long the search took: ``busy_seconds`` is the time at least one trial was running (the
+    union of the trials' intervals, so a study resumed the next day does not count the night),
+    ``trial_seconds_median`` the median duration of a trained trial."""
+    spans = sorted((t.datetime_start, t.datetime_complete) for t in study.get_trials(deepcopy=False)
+                   if t.datetime_start and t.datetime_complete and counted(t))   # not the interrupted ones
+    busy, cur = 0.0, None
+    for a, b in spans:
+        if cur is None or a > cur[1]:
+            if cur:
+                busy += (cur[1] - cur[0]).total_seconds()
+            cur = [a, b]
+        else:
+            cur[1] = max(cur[1], b)
+    if cur:
+        busy += (cur[1] - cur[0]).total_seconds()
+    trained = sorted((t.datetime_complete - t.datetime_start).total_seconds() for t in study.get_trials(deepcopy=False)
+                     if t.state == optuna.trial.TrialState.COMPLETE and t.datetime_start and t.datetime_complete)
+    return dict(busy_seconds=round(busy, 1), trials_trained=len(trained),
+                trial_seconds_median=round(trained[len(trained) // 2], 1) if trained else None,
+                note="wall time with at least one trial running (union of trial intervals), "
+                     "hardware in the loop not included")
+
+
 def write(study: optuna.Study, settings: Settings, out: Path, hil: list[dict] | None = None) -> dict:
     """Write trials.jsonl, pareto.json and pareto.png; returns the pareto.json content."""
     out.mkdir(parents=True, exist_ok=True)
@@ -158,7 +182,7 @@ def write(study: optuna.Study, settings: Settings, out: Path, hil: list[dict] | 
         proxy=settings.proxy_obj.describe(), proxy_schedule=settings.proxy, models=hw_model.MODEL,
         min_fps=settings.min_fps or None,
         space=settings.space, trials=len(rows), states=states, budget=study.user_attrs.get("trials"),
-        pareto=front, hil=hil or [], promoted=promoted(out, settings),
+        study_time=study_time(study), pareto=front, hil=hil or [], promoted=promoted(out, settings),
         reference=reference_point() if settings.data == "fashion-mnist" else None,
     )
     _atomic_write(out / "pareto.json", json.dumps(rep, indent=2) + "\n")

@@ -222,6 +222,9 @@ def test_pareto_set_is_non_dominated(two_worker_study):
     assert {t.number for t in best} == {r["number"] for r in front}
     assert rep["proxy"].startswith("proxy:") and rep["part"] == "xc7z020" and rep["reference"] is None
     assert rep["states"]["fail"] == 1 and rep["budget"] == 4
+    # the study's time: trials overlap on two workers, so busy time is below the sum of trial times
+    st = rep["study_time"]
+    assert 0 < st["busy_seconds"] <= two_worker_study["seconds"] and st["trials_trained"] == len(ok)
     png = (out / "pareto.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10000
 
