@@ -93,6 +93,20 @@ def parse_ltp(text: str) -> dict:
     return dict(available=True, depth_cells=int(m.group(1)), nodes=nodes[:60])
 
 
+def synth_key(export_dir: Path) -> str:
+    """What a synthesis result depends on: the RTL sources, the export's RTL parameters and the
+    Yosys version (a result with the same key can be reused)."""
+    import hashlib
+
+    h = hashlib.sha1()
+    for s in RTL_SOURCES:
+        h.update(s.encode() + b"\0" + (RTL_DIR / s).read_bytes())
+    h.update((export_dir / "rtl_params.svh").read_bytes())
+    ver = subprocess.run(["yosys", "-V"], capture_output=True, text=True).stdout if shutil.which("yosys") else ""
+    h.update(ver.encode())
+    return h.hexdigest()[:16]
+
+
 def run_yosys(export_dir: Path, work: Path, timeout: int = 7200) -> tuple[dict, str]:
     if shutil.which("yosys") is None:
         raise RuntimeError("yosys not found (Debian: apt-get install yosys)")

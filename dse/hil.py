@@ -64,11 +64,14 @@ def measure_rtl(export_dir: Path, frames: int, out: Path) -> dict:
 def measure_resources(export_dir: Path, out: Path) -> dict:
     """DSP, BRAM36, LUT and FF of the RTL for this export (Yosys synth_xilinx estimate, as
     ``make synth-estimate``; the Yosys work files stay under ``out``)."""
-    from zynqflow.bench.synth_estimate import run_yosys, summarize
+    from zynqflow.bench.synth_estimate import run_yosys, summarize, synth_key
 
-    info, _ = run_yosys(export_dir, out / "synth_yosys")
-    r = dict(summarize(info["cells"]), yosys_seconds=info["seconds"], cells=info["cells"])
-    (out / "resources.json").write_text(json.dumps(r, indent=2) + "\n")
+    key, cached = synth_key(export_dir), out / "resources.json"
+    r = json.loads(cached.read_text()) if cached.is_file() else {}
+    if r.get("key") != key:   # same RTL, parameters and Yosys: the earlier synthesis stands
+        info, _ = run_yosys(export_dir, out / "synth_yosys")
+        r = dict(summarize(info["cells"]), yosys_seconds=info["seconds"], cells=info["cells"], key=key)
+        cached.write_text(json.dumps(r, indent=2) + "\n")
     man = json.loads((export_dir / "manifest.json").read_text())
     lanes = man["engine"]["n_pe"] * man["engine"]["n_ci"]
     if r["dsp"] < lanes // 2:
@@ -109,6 +112,20 @@ def compare(model: dict, measured: dict) -> dict:
     return out
 
 
+def current_model(r: dict, settings: Settings, clock: float) -> dict:
+    """The hardware models' prediction for a trial row, evaluated now (a recalibrated model is
+    compared as it stands; the values recorded when the trial ran stay in trials.jsonl)."""
+    from zynqflow.spec.topology import NetConfig
+
+    e = r["engine"]
+    try:
+        hw = hw_model.evaluate(NetConfig.from_dict(r["net"]), e["n_pe"], e["n_ci"], settings.part, clock)
+    except (KeyError, TypeError, ValueError):
+        return dict(r["resources"], fps=r["fps"], cycles_per_frame=r["cycles_per_frame"], model=r["model"])
+    return dict({k: hw[k] for k in hw_model.RESOURCES}, fps=hw["fps"], cycles_per_frame=hw["cycles_per_frame"],
+                model=hw["model"])
+
+
 def hil_one(r: dict, settings: Settings, out: Path, frames: int = 4, data_dir: str | None = None,
             threads: int | None = None) -> dict:
     """Export, simulate and synthesize one trial row (from trials.jsonl); the comparison record."""
@@ -140,7 +157,7 @@ def hil_one(r: dict, settings: Settings, out: Path, frames: int = 4, data_dir: s
     measured = dict(syn, fps=clock * 1e6 / rtl["period_cycles"], cycles_per_frame=rtl["cycles_per_frame"],
                     period_cycles=rtl["period_cycles"], bit_exact=rtl["mismatches"] == 0,
                     frames=rtl["frames"], mismatches=rtl["mismatches"], rtl_tool=rtl["tool"])
-    model = dict(r["resources"], fps=r["fps"], cycles_per_frame=r["cycles_per_frame"], model=r["model"])
+    model = current_model(r, settings, clock)
     cmp_ = compare(model, measured)
     res.update(model=model, measured=measured, comparison=cmp_,
                flagged=sorted(k for k, v in cmp_.items() if v["flagged"]), seconds=round(time.time() - t0, 1))

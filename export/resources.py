@@ -79,6 +79,12 @@ def rams(plan) -> list[Ram]:
 # exports (export.fixtures.random_export(net, n_pe=, n_ci=, input_size=)): what Yosys counted.
 # LUT/FF below are the least-squares fit of :func:`fit` to them; tests/test_resources.py refits,
 # checks every point and the BRAM model against the same runs.
+def _searched(name: str, stem: int, fires: tuple[tuple[int, int, bool], ...]) -> dict:
+    """A 32x32 Fashion-MNIST network of the co-design search: (squeeze, expand, downsample) per fire."""
+    return dict(name=name, input_size=32, in_channels=1, num_classes=10, stem=stem, head_splits=1,
+                fires=[dict(squeeze=q, expand1=e, expand3=e, downsample=d) for q, e, d in fires])
+
+
 CALIBRATION: dict[str, dict] = {
     "zynqnet-random0-pe16ci16": dict(net="zynqnet", input_size=None, n_pe=16, n_ci=16,
                                      lut=19157, ff=24092, bram36=100.0, dsp=128),
@@ -88,10 +94,18 @@ CALIBRATION: dict[str, dict] = {
                                         lut=10224, ff=8792, bram36=48.0, dsp=32),
     "zynqnet-128-random0-pe32ci8": dict(net="zynqnet", input_size=128, n_pe=32, n_ci=8,
                                         lut=25871, ff=28752, bram36=133.0, dsp=128),
+    # hardware in the loop of the Fashion-MNIST study (docs/dse.md): trained proxy weights
+    "dse-t29-pe32ci8": dict(net=_searched("dse-t29", 32, ((16, 16, False), (32, 32, True), (64, 128, True),
+                                                          (64, 64, True))),
+                            input_size=None, n_pe=32, n_ci=8, lut=22489, ff=27224, bram36=61.0, dsp=128),
+    "dse-t30-pe32ci8": dict(net=_searched("dse-t30", 32, ((32, 32, True), (32, 32, True), (64, 64, True))),
+                            input_size=None, n_pe=32, n_ci=8, lut=22342, ff=27054, bram36=61.0, dsp=128),
+    "dse-t33-pe32ci8": dict(net=_searched("dse-t33", 32, ((32, 16, True), (8, 16, True), (64, 16, True))),
+                            input_size=None, n_pe=32, n_ci=8, lut=22330, ff=27083, bram36=32.5, dsp=128),
 }
 # lut = a0 + a1 * lanes + a2 * n_pe + a3 * n_ci (+ the LUT RAM of the small RAMs); ff likewise
-LUT_COEF = (5677.5, 21.91, 410.66, 0.0)
-FF_COEF = (2281.0, 66.76, 295.06, 0.0)
+LUT_COEF = (7229.32, 27.11, 230.53, 0.0)
+FF_COEF = (2951.68, 69.0, 217.22, 0.0)
 
 
 def _linear(coef, e) -> float:
@@ -101,10 +115,11 @@ def _linear(coef, e) -> float:
 def calibration_plan(point: dict):
     """The hardware plan of a :data:`CALIBRATION` point (the export Yosys synthesized)."""
     from zynqflow.export.plan import EngineParams, plan_layout
-    from zynqflow.spec.topology import get_config
+    from zynqflow.spec.topology import NetConfig, get_config
 
-    return plan_layout(get_config(point["net"], input_size=point["input_size"]),
-                       EngineParams(point["n_pe"], point["n_ci"]))
+    net = point["net"]
+    cfg = NetConfig.from_dict(net) if isinstance(net, dict) else get_config(net, input_size=point["input_size"])
+    return plan_layout(cfg, EngineParams(point["n_pe"], point["n_ci"]))
 
 
 def fit(calibration: dict[str, dict] = CALIBRATION) -> tuple[tuple[float, ...], tuple[float, ...]]:

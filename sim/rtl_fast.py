@@ -756,8 +756,10 @@ def _worker_run(index: int, frames: np.ndarray, backpressure: float, seed: int, 
 
 
 def _chunks(n: int, workers: int, chunk: int | None) -> list[tuple[int, int]]:
-    if chunk is None:   # a few chunks per worker: progress, and the pool evens out
-        chunk = max(1, min(250, -(-n // (workers * 4))))
+    if chunk is None:   # a few chunks per worker: progress, and the pool evens out; at least two
+        # frames each, so that every chunk measures a back-to-back period (a simulator's first
+        # frame also loads a cached weight image: it is not the steady period)
+        chunk = max(min(2, n), min(250, -(-n // (workers * 4))))
     return [(i, min(n, i + chunk)) for i in range(0, n, chunk)]
 
 

@@ -13,7 +13,9 @@ import pytest
 from zynqflow.export import resources
 from zynqflow.export.resources import CALIBRATION, FF_COEF, LUT_COEF, calibration_plan, estimate, fit
 
-LUT_FF_TOLERANCE = 0.08     # the linear fit's worst error on the calibration runs (relative)
+# the linear fit's worst error on the calibration runs (relative): Yosys's LUT mapping varies by
+# about +-10 % between networks on the same engine (ABC), flip-flops far less
+TOLERANCE = dict(lut=0.13, ff=0.05)
 
 
 @pytest.fixture(scope="module")
@@ -23,9 +25,9 @@ def estimates():
 
 def test_calibration_is_overdetermined():
     # more synthesis runs than free coefficients (a0, per lane, per PE): the fit can be wrong
-    assert len(CALIBRATION) >= 4
+    assert len(CALIBRATION) >= 6
     engines = {(p["n_pe"], p["n_ci"]) for p in CALIBRATION.values()}
-    assert len(engines) >= 3
+    assert len(engines) >= 4
 
 
 def test_coefficients_are_the_refit():
@@ -42,7 +44,7 @@ def test_estimate_against_yosys(name, estimates):
     assert point["bram36"] - 1.0 <= est["bram36"] <= point["bram36"] + 1.0, est["rams"]
     for key in ("lut", "ff"):
         err = est[key] / point[key] - 1.0
-        assert abs(err) <= LUT_FF_TOLERANCE, f"{name}: {key} model {est[key]} vs Yosys {point[key]} ({err:+.1%})"
+        assert abs(err) <= TOLERANCE[key], f"{name}: {key} model {est[key]} vs Yosys {point[key]} ({err:+.1%})"
 
 
 def test_estimate_grows_with_the_engine():
