@@ -214,6 +214,15 @@ def plot(rows: list[dict], front: list[dict], rep: dict, path: Path) -> None:
                        zorder=4, label="hardware in the loop (RTL-measured fps)")
             ax.annotate("", (h["measured"]["fps"], h["fixed_top1_proxy"]),
                         (h["model"]["fps"], h["fixed_top1_proxy"]), arrowprops=dict(arrowstyle="->", color="tab:red"))
+    fps_of = {r["number"]: r["fps"] for r in rows}
+    for d in (rep.get("promoted") or {}).get("designs", []):
+        if d["trial"] in fps_of:   # the same design after the full schedule (test set): a vertical step up
+            x = fps_of[d["trial"]]
+            ax.scatter([x], [d["fixed_top1"]], marker="s", s=60, color="tab:green", edgecolors="k", zorder=5,
+                       label="promoted: full training, test set")
+            ax.annotate("", (x, d["fixed_top1"]), (x, d["proxy_fixed_top1"]),
+                        arrowprops=dict(arrowstyle="->", color="tab:green", lw=0.8))
+            ax.annotate(f"#{d['trial']}", (x, d["fixed_top1"]), textcoords="offset points", xytext=(5, 3), fontsize=7)
     ref = rep.get("reference")
     if ref:
         ax.scatter([ref["fps"]], [ref["fixed_top1"]], marker="*", s=220, color="tab:orange", edgecolors="k",
