@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 
 from zynqflow.sim import rtl_sim
-from zynqflow.sim.rtl_sim import RTL_DIR, RTL_HEADERS, RUNTIME_OBJS, SIM_ROOT, VERILATOR_ARGS, SimBuild, _digest
+from zynqflow.sim.rtl_sim import RTL_DIR, RTL_HEADERS, SIM_ROOT, VERILATOR_ARGS, SimBuild, _digest
 
 MODULE_ROOT = SIM_ROOT / "modules"
 TB_PACKAGE = "zynqflow.sim.tb"
@@ -102,24 +102,12 @@ class ModuleBuild(SimBuild):
         if self.waves:
             args += (["--trace-fst"] if rtl_sim._have_lz4() else []) + ["--trace-structs"]
         t0 = time.time()
-        rt_cache = self._runtime_cache()
-        future = time.time() + 86400
-        for name in RUNTIME_OBJS:        # the design-independent Verilator runtime, compiled once
-            for ext in (".o", ".d"):
-                f = rt_cache / (name + ext)
-                if f.exists():
-                    shutil.copy2(f, self.build_dir / f.name)
-                    os.utime(self.build_dir / f.name, (future, future))
+        self._seed_runtime()             # the design-independent Verilator runtime, compiled once
         runner = get_runner("verilator")
         runner.build(sources=[str(s) for s in self.sources], hdl_toplevel=self.module, includes=[self.rtl_dir],
                      parameters={k: _sv_value(v) for k, v in self.params.items()}, build_args=args,
                      build_dir=self.build_dir, waves=self.waves, timescale=("1ns", "1ps"), always=True)
-        if not all((rt_cache / f"{n}.o").exists() for n in RUNTIME_OBJS):
-            rt_cache.mkdir(parents=True, exist_ok=True)
-            for name in RUNTIME_OBJS:
-                for ext in (".o", ".d"):
-                    if (self.build_dir / (name + ext)).exists():
-                        shutil.copy2(self.build_dir / (name + ext), rt_cache / (name + ext))
+        self._save_runtime()
         stamp.write_text(json.dumps(dict(seconds=round(time.time() - t0, 1), module=self.module,
                                          params=self.params, waves=self.waves)))
         # older builds of the same module and parameters are stale

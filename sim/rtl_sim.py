@@ -164,6 +164,28 @@ class SimBuild:
         self.prefix = f"{self.net}-{self.kind}{'-waves' if self.waves else ''}-{ex_key}-"
         self.build_dir = SIM_ROOT / f"{self.prefix}{key}"
 
+    def _seed_runtime(self) -> None:
+        """Copy the design-independent Verilator runtime objects, compiled once, into the build
+        directory (dated ahead, so make does not rebuild them)."""
+        rt_cache = self._runtime_cache()
+        future = time.time() + 86400
+        for name in RUNTIME_OBJS:
+            for ext in (".o", ".d"):
+                f = rt_cache / (name + ext)
+                if f.exists():
+                    shutil.copy2(f, self.build_dir / f.name)
+                    os.utime(self.build_dir / f.name, (future, future))
+
+    def _save_runtime(self) -> None:
+        """Keep the runtime objects of the first build for the next ones."""
+        rt_cache = self._runtime_cache()
+        if not all((rt_cache / f"{n}.o").exists() for n in RUNTIME_OBJS):
+            rt_cache.mkdir(parents=True, exist_ok=True)
+            for name in RUNTIME_OBJS:
+                for ext in (".o", ".d"):
+                    if (self.build_dir / (name + ext)).exists():
+                        shutil.copy2(self.build_dir / (name + ext), rt_cache / (name + ext))
+
     def _runtime_cache(self) -> Path:
         import cocotb
 
@@ -202,24 +224,12 @@ class SimBuild:
         if self.waves:
             args += (["--trace-fst"] if _have_lz4() else []) + ["--trace-structs"]
         t0 = time.time()
-        rt_cache = self._runtime_cache()
-        future = time.time() + 86400
-        for name in RUNTIME_OBJS:
-            for ext in (".o", ".d"):
-                f = rt_cache / (name + ext)
-                if f.exists():
-                    shutil.copy2(f, self.build_dir / f.name)
-                    os.utime(self.build_dir / f.name, (future, future))
+        self._seed_runtime()
         runner = get_runner("verilator")
         runner.build(sources=[str(s) for s in self.sources], hdl_toplevel=TOPLEVEL, includes=includes,
                      build_args=args, build_dir=self.build_dir, waves=self.waves,
                      timescale=("1ns", "1ps"), always=True)
-        if not all((rt_cache / f"{n}.o").exists() for n in RUNTIME_OBJS):
-            rt_cache.mkdir(parents=True, exist_ok=True)
-            for name in RUNTIME_OBJS:
-                for ext in (".o", ".d"):
-                    if (self.build_dir / (name + ext)).exists():
-                        shutil.copy2(self.build_dir / (name + ext), rt_cache / (name + ext))
+        self._save_runtime()
         stamp.write_text(json.dumps(dict(seconds=round(time.time() - t0, 1), export=str(self.export_dir),
                                          kind=self.kind, waves=self.waves)))
         # older builds of the same export and RTL kind are stale: remove them
