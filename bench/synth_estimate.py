@@ -156,7 +156,8 @@ def estimate(export_dir: Path, out: Path | None = None, timeout: int = 7200, wor
     export_dir = Path(export_dir).resolve()
     net = net_name(export_dir)
     man = json.loads((export_dir / "manifest.json").read_text())
-    work = Path(work) if work else REPO / "build" / net / "synth_yosys"
+    # Yosys work files beside the export (one folder per export: two exports of a network do not share it)
+    work = Path(work) if work else export_dir.parent / f"{export_dir.name}-synth_yosys"
     info, _ = run_yosys(export_dir, work, timeout)
     res = summarize(info["cells"])
     dsps = dsp_registers((work / "dsp_cells.txt").read_text())

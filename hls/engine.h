@@ -406,23 +406,28 @@ struct WState {
     int released;  // words the ring may overwrite
 };
 
+// Field f of the specification's HEADER (32-bit fields): beat f / 2, low or high half.
+inline unsigned header_field(const ddr_t h[S::HDR_WORDS / 2], int f) {
+    return (f & 1) ? h[f / 2].range(63, 32).to_uint() : h[f / 2].range(31, 0).to_uint();
+}
+
 // The weight image header at wts (spec HEADER): true when it is this engine's.
 inline bool header_ok(const ddr_t* wts) {
-    ddr_t h[3];
+    ddr_t h[S::HDR_WORDS / 2];   // two 32-bit header fields per 64-bit beat
 #pragma HLS ARRAY_PARTITION variable=h complete
     ZQ_COUNT_ENTRY(PH_HEADER);
 HEADER:
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < S::HDR_WORDS / 2; i++) {
 #pragma HLS PIPELINE II=1
         ZQ_COUNT_ITER(PH_HEADER);
         h[i] = wts[i];
     }
-    const unsigned magic = h[0].range(31, 0).to_uint(), spec_version = h[0].range(63, 32).to_uint();
-    const unsigned net_id = h[1].range(31, 0).to_uint(), word_bytes = h[1].range(63, 32).to_uint();
-    const unsigned n_words = h[2].range(31, 0).to_uint(), header_bytes = h[2].range(63, 32).to_uint();
-    return magic == S::HEADER_MAGIC && spec_version == (unsigned)S::SPEC_VERSION && net_id == P::NET_ID &&
-           word_bytes == (unsigned)WORD_BYTES && n_words == (unsigned)P::IMAGE_WORDS &&
-           header_bytes == (unsigned)P::HEADER_BYTES;
+    return header_field(h, S::HDR_MAGIC) == S::HEADER_MAGIC &&
+           header_field(h, S::HDR_SPEC_VERSION) == (unsigned)S::SPEC_VERSION &&
+           header_field(h, S::HDR_NET_ID) == P::NET_ID &&
+           header_field(h, S::HDR_WORD_BYTES) == (unsigned)WORD_BYTES &&
+           header_field(h, S::HDR_N_WORDS) == (unsigned)P::IMAGE_WORDS &&
+           header_field(h, S::HDR_HEADER_BYTES) == (unsigned)P::HEADER_BYTES;
 }
 
 // Image words [from, to) into their slots: one burst-read loop, one beat per cycle.

@@ -144,14 +144,14 @@ module zq_axil_regs #(
             int_auto_restart <= 1'b0; auto_restart_status <= 1'b0; int_gie <= 1'b0; int_ier <= 2'b00;
             int_isr <= 2'b00; interrupt <= 1'b0;
         end else begin
-            if (w_ctrl && s_axi_wdata[0]) int_ap_start <= 1'b1;
+            if (w_ctrl && s_axi_wdata[`ZQ_AP_AP_START]) int_ap_start <= 1'b1;
             else if (ap_ready)            int_ap_start <= int_auto_restart;
             if (task_ap_done)             int_task_ap_done <= 1'b1;
             else if (r_ctrl)              int_task_ap_done <= 1'b0;
             int_ap_idle <= ap_idle;
             if (task_ap_ready)            int_ap_ready <= 1'b1;
             else if (r_ctrl)              int_ap_ready <= 1'b0;
-            if (w_ctrl)                   int_auto_restart <= s_axi_wdata[7];
+            if (w_ctrl)                   int_auto_restart <= s_axi_wdata[`ZQ_AP_AUTO_RESTART];
             if (int_auto_restart)         auto_restart_status <= 1'b1;
             else if (ap_idle)             auto_restart_status <= 1'b0;
             if (w_hs && waddr == A_GIE && s_axi_wstrb[0]) int_gie <= s_axi_wdata[0];
@@ -199,10 +199,14 @@ module zq_axil_regs #(
     logic [31:0] rd;
     always_comb begin
         rd = '0;
-        if (raddr == A_CTRL)
-            rd = {22'd0, interrupt, 1'b0, int_auto_restart, 3'd0, int_ap_ready, int_ap_idle, int_task_ap_done,
-                  int_ap_start};
-        else if (raddr == A_GIE) rd = {31'd0, int_gie};
+        if (raddr == A_CTRL) begin   // the AP_CTRL bits of the specification
+            rd[`ZQ_AP_AP_START]     = int_ap_start;
+            rd[`ZQ_AP_AP_DONE]      = int_task_ap_done;
+            rd[`ZQ_AP_AP_IDLE]      = int_ap_idle;
+            rd[`ZQ_AP_AP_READY]     = int_ap_ready;
+            rd[`ZQ_AP_AUTO_RESTART] = int_auto_restart;
+            rd[`ZQ_AP_INTERRUPT]    = interrupt;
+        end else if (raddr == A_GIE) rd = {31'd0, int_gie};
         else if (raddr == A_IER) rd = {30'd0, int_ier};
         else if (raddr == A_ISR) rd = {30'd0, int_isr};
         else if (raddr == A_WTS) rd = wts[31:0];

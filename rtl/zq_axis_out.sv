@@ -2,11 +2,12 @@
 // TLAST on beat N_CLASSES-1. Beat c carries class c's logit (read through
 // sel / logit with a latency of LAT cycles), or ERR_VALUE sign-extended for
 // every beat of an error frame. `done` pulses with the last beat's handshake.
+`include "zq_spec.svh"
 `default_nettype none
 
 module zq_axis_out #(
     parameter N_CLASSES = 10,
-    parameter ERR_VALUE = -32768,
+    parameter ERR_VALUE = `ZQ_ERROR_LOGIT,
     parameter LAT       = 2,
     parameter CLS_W     = (N_CLASSES > 1) ? $clog2(N_CLASSES) : 1
 ) (

@@ -202,8 +202,14 @@ module zq_top #(
     logic [LI_W:0] li;
     logic [RB-1:0] row;
     logic          layer_start, frame_start, abort;
-    logic [5:0]    err_flags;          // the status bits of this frame
-    logic [15:0]   err_frames;
+    // status: the flag bits of this frame below, the saturating error-frame count from ERRCNT_SHIFT up
+    localparam int ERRF_W = $clog2(`ZQ_STATUS_FLAGS_MASK + 1);
+    localparam int ERRC_W = 32 - `ZQ_STATUS_ERRCNT_SHIFT;
+    localparam int ALIGN_LG = $clog2(`ZQ_ADDR_ALIGN);
+    logic [ERRF_W-1:0] err_flags;      // the status bits of this frame
+    logic [ERRC_W-1:0] err_frames;
+    wire               err_count = err_flags != 0 && err_frames != ERRC_W'(`ZQ_STATUS_ERRCNT_MAX);
+    wire [ERRC_W-1:0]  err_frames_next = err_count ? err_frames + ERRC_W'(1) : err_frames;
     logic [31:0]   frames;
     logic [3:0]    drain_cnt;
     logic [31:0]   wts_base, act_base;
@@ -234,8 +240,8 @@ module zq_top #(
     logic [15:0] drain_frames, extra_left;   // error frames still owed for beats dropped after a long frame
     logic stall_mem;
 
-    wire addr_bad = (r_wts[63:32] != 0) || (r_wts[11:0] != 0) || ({32'd0, r_wts[31:0]} + {32'd0, IMAGE_BYTES} > 64'(`ZQ_DDR_WINDOW_BYTES)) ||
-                    ((SCRATCH_BYTES != 0) && ((r_act[63:32] != 0) || (r_act[11:0] != 0) ||
+    wire addr_bad = (r_wts[63:32] != 0) || (r_wts[ALIGN_LG-1:0] != 0) || ({32'd0, r_wts[31:0]} + {32'd0, IMAGE_BYTES} > 64'(`ZQ_DDR_WINDOW_BYTES)) ||
+                    ((SCRATCH_BYTES != 0) && ((r_act[63:32] != 0) || (r_act[ALIGN_LG-1:0] != 0) ||
                                               ({32'd0, r_act[31:0]} + {32'd0, SCRATCH_BYTES} > 64'(`ZQ_DDR_WINDOW_BYTES))));
     wire new_err = stem_short || stem_long || wdma_hdr_bad || wdma_err || fill_err || out_err;
     wire quiet = !core_busy && !fill_busy && !wdma_busy && out_idle;
@@ -344,12 +350,11 @@ module zq_top #(
                 end
                 T_OUT: if (out_done) begin      // the status is written with ap_done
                     frames <= frames + 32'd1;
-                    if (err_flags != 0 && err_frames != 16'hFFFF) err_frames <= err_frames + 16'd1;
+                    err_frames <= err_frames_next;
                     if (extra_left != '0) begin
                         extra_left <= extra_left - 16'd1;        // another error frame follows
                     end else begin
-                        o_status <= {(err_flags != 0 && err_frames != 16'hFFFF) ? err_frames + 16'd1 : err_frames,
-                                     10'd0, err_flags};
+                        o_status <= (32'(err_frames_next) << `ZQ_STATUS_ERRCNT_SHIFT) | 32'(err_flags);
                         o_frames <= frames + 32'd1;
                         v_end <= 1'b1;
                         abort <= 1'b0;

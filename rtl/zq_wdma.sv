@@ -57,7 +57,7 @@ module zq_wdma #(
 
     localparam BPW      = WORD_BYTES / 8;            // beats per word
     localparam HDR_BEATS = HDR_BYTES / 8;
-    localparam BURST    = 16;
+    localparam BURST    = `ZQ_AXI_BURST_BEATS;
     localparam [31:0] IMG_BEATS = HDR_BEATS + N_WORDS * BPW;
 
     // parameter checks, at elaboration
@@ -131,7 +131,7 @@ module zq_wdma #(
 
     // ---- responses: header words, then weight words --------------------------------
     logic [BPW*64-1:0] word;
-    logic [31:0]       hdr [0:5];
+    logic [31:0]       hdr [0:`ZQ_HDR_WORDS-1];
     logic [$clog2(BPW+1)-1:0] wbeat;
     always_ff @(posedge clk) begin
         w_wr_en <= 1'b0;
@@ -145,7 +145,7 @@ module zq_wdma #(
         end else if (rd_valid) begin
             p_beat <= p_beat + 32'd1;
             if (rd_err) err_seen <= 1'b1;
-            if (p_beat < 3) begin
+            if (p_beat < `ZQ_HDR_WORDS / 2) begin   // two 32-bit header words per beat
                 hdr[2*p_beat]     <= rd_data[31:0];
                 hdr[2*p_beat + 1] <= rd_data[63:32];
             end

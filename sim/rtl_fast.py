@@ -169,8 +169,8 @@ class FastBuild:
         self.sources = [Path(s).resolve() for s in (sources or [RTL_DIR / s for s in RTL_SOURCES])]
         self.top = top
         self.maxi = bool(maxi)
-        self.include_dirs = [Path(d).resolve() for d in (include_dirs if include_dirs is not None
-                                                          else ([RTL_DIR] if sources is None else []))]
+        # rtl/ holds the generated specification header (zq_spec.svh) every design includes
+        self.include_dirs = [Path(d).resolve() for d in (include_dirs if include_dirs is not None else [RTL_DIR])]
         self.rom_files = [Path(f) for f in (rom_files or [])]
         missing = [str(f) for f in self.sources + self.rom_files if not f.is_file()]
         if missing:
@@ -274,10 +274,14 @@ class AxiMemConfig(ctypes.Structure):
                 ("seed", ctypes.c_uint32), ("reserved", ctypes.c_uint32)]
 
     @classmethod
-    def make(cls, size: int = 512 << 20, read_latency: int = 32, write_latency: int = 16, max_reads: int = 8,
-             max_writes: int = 8, r_gap: float = 0.0, aw_gap: float = 0.0, w_gap: float = 0.0, max_burst: int = 16,
-             seed: int = 1) -> "AxiMemConfig":
-        return cls(size, read_latency, write_latency, max_reads, max_writes, _p16(r_gap), _p16(aw_gap),
+    def make(cls, size: int = E.DDR_WINDOW_BYTES, read_latency: int | None = None, write_latency: int | None = None,
+             max_reads: int | None = None, max_writes: int | None = None, r_gap: float = 0.0, aw_gap: float = 0.0,
+             w_gap: float = 0.0, max_burst: int = E.AXI_BURST_BEATS, seed: int = 1) -> "AxiMemConfig":
+        """Unset timing fields take the specification's memory model (``spec.engine.MEMORY_MODEL``)."""
+        m = E.MEMORY_MODEL
+        pick = lambda v, d: d if v is None else v  # noqa: E731
+        return cls(size, pick(read_latency, m.read_latency), pick(write_latency, m.write_latency),
+                   pick(max_reads, m.max_reads), pick(max_writes, m.max_writes), _p16(r_gap), _p16(aw_gap),
                    _p16(w_gap), max_burst, seed, 0)
 
 

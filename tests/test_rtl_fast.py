@@ -23,10 +23,11 @@ import pytest
 from zynqflow.export import fixtures as exports
 from zynqflow.sim import rtl_fast as rf
 from zynqflow.export.exporter import load_plan
+from zynqflow.spec import engine as E
 from zynqflow.spec.cycles import RTL_TIMING, predict
 
 N_REAL = 1000
-ERR = -32768
+ERR = E.ERROR_LOGIT
 
 pytestmark = pytest.mark.skipif(not exports.REFERENCE_CKPT.exists(),
                                 reason=f"no reference checkpoint at {exports.REFERENCE_CKPT}")
@@ -227,8 +228,9 @@ def test_axi_mem_unit(tmp_path):
     assert v["cycles_gaps"] > v["cycles_no_gaps"]
 
 
-ECHO_REGS = {"AP_CTRL": 0x00, "wts": 0x10, "act": 0x1C, "status": 0x28, "frames_done": 0x38, "cycles_last": 0x80}
-ECHO_CTRL = {"ap_start": 0x1, "auto_restart": 0x80}
+# the echo DUT implements this subset of the specification's RTL register map
+ECHO_REGS = {k: E.offsets("rtl")[k] for k in ("AP_CTRL", "wts", "act", "status", "frames_done", "cycles_last")}
+ECHO_CTRL = {k: E.ap_ctrl_mask(k) for k in ("ap_start", "auto_restart")}
 ECHO_READ = ("status", "cycles_last", "frames_done")   # the echo DUT has no DRAM counters
 
 
@@ -308,7 +310,9 @@ def test_maxi_sharded_with_setup(ref, echo):
     res = rf.run_sharded(spec, frames, workers=2, chunk=4)
     res.check()
     assert np.array_equal(res.logits, echo_expected(frames, wts))
-    assert len(res.workers) == 2 and sum(res.frames_done_per_worker.values()) == 24
+    # (which worker takes which chunk is the pool's choice: under load one may take them all)
+    assert 1 <= len(res.workers) <= 2 and sum(res.frames_done_per_worker.values()) == 24
+    assert all(w["frames_done"] == w["frames"] for w in res.workers.values())
     assert len(set(res.cycles_last.tolist())) > 3       # the random gaps differ frame to frame
 
 
@@ -332,14 +336,14 @@ def test_maxi_latency_and_errors(ref, echo):
     s.mem("act").error_range(0x1000, 0x1008, reads=True, writes=False)
     s.start()
     b = s.run_frames(frames, regs=ECHO_READ)
-    assert b.status.tolist() == [0b0100, 0b0100]          # bit 2: a read answered SLVERR/DECERR
+    assert b.status.tolist() == [0b0100, 0b0100] == [E.STATUS["axi_read_error"].mask] * 2   # SLVERR/DECERR read
     st_a, st_w = s.mem("act").stats(), s.mem("wts").stats()
     assert st_a["slverr"] == 2 and st_a["decerr"] == 0 and st_w["decerr"] == 2 * 3
     s.mem("act").error_range(0x1000, 0x1080, reads=False, writes=True)
     s.mem("act").error_range(0, 0, reads=True, writes=False)
     s.write64("wts", 0)
     b = s.run_frames(frames, regs=ECHO_READ)
-    assert b.status.tolist() == [0b1000, 0b1000]          # bit 3: a write answered SLVERR
+    assert b.status.tolist() == [0b1000, 0b1000] == [E.STATUS["axi_write_error"].mask] * 2  # SLVERR write
     s.close()
 
 

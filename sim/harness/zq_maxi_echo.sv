@@ -9,11 +9,11 @@
 //   3. read N_CLASSES words back from the act base and N_CLASSES words from the
 //      wts base (one burst on each port, both in flight at once);
 //   4. answer N_CLASSES beats, out[c] = act[c] + wts[c] (mod 2^32), TLAST on the last.
-// Registers (8-bit addresses; the test hands this map to the harness):
-//   0x00 AP_CTRL  bit0 ap_start, bit2 ap_idle, bit7 auto_restart
-//   0x10/0x14 wts base (low/high word), 0x1C/0x20 act base (low/high word)
-//   0x28 status   bit2: a read answered SLVERR/DECERR, bit3: a write did (last frame)
-//   0x38 frames_done, 0x80 cycles_last (first input beat .. last output beat, both included)
+// Registers: a subset of the engine's map, from the specification (zq_spec.svh):
+//   AP_CTRL (ap_start, ap_idle, auto_restart), WTS / ACT base (low/high word),
+//   STATUS (axi_read_error: a read answered SLVERR/DECERR, axi_write_error: a write did;
+//   last frame), FRAMES_DONE, CYCLES_LAST (first input beat .. last output beat, both included)
+`include "zq_spec.svh"
 `include "rtl_params.svh"
 `default_nettype none
 
@@ -77,7 +77,7 @@ module zq_maxi_echo #(
     output wire  [3:0]  m_axis_out_TSTRB,
     output wire  [0:0]  m_axis_out_TLAST,
 
-    input  wire  [7:0]  s_axi_control_AWADDR,
+    input  wire  [`ZQ_REG_ADDR_BITS_RTL-1:0] s_axi_control_AWADDR,
     input  wire         s_axi_control_AWVALID,
     output wire         s_axi_control_AWREADY,
     input  wire  [31:0] s_axi_control_WDATA,
@@ -87,7 +87,7 @@ module zq_maxi_echo #(
     output wire  [1:0]  s_axi_control_BRESP,
     output logic        s_axi_control_BVALID,
     input  wire         s_axi_control_BREADY,
-    input  wire  [7:0]  s_axi_control_ARADDR,
+    input  wire  [`ZQ_REG_ADDR_BITS_RTL-1:0] s_axi_control_ARADDR,
     input  wire         s_axi_control_ARVALID,
     output wire         s_axi_control_ARREADY,
     output logic [31:0] s_axi_control_RDATA,
@@ -112,7 +112,7 @@ module zq_maxi_echo #(
     logic [63:0] wts_base, act_base;
     logic [31:0] status, frames_done, cycles_last;
     logic        aw_ok, w_ok;
-    logic [7:0]  waddr;
+    logic [`ZQ_REG_ADDR_BITS_RTL-1:0] waddr;
     logic [31:0] wdata;
     logic        frame_done;   // pulse: last output beat accepted
     logic        idle;
@@ -135,11 +135,13 @@ module zq_maxi_echo #(
             if (aw_ok && w_ok && !s_axi_control_BVALID) begin
                 aw_ok <= 1'b0; w_ok <= 1'b0; s_axi_control_BVALID <= 1'b1;
                 case (waddr)
-                    8'h00: begin ap_start <= wdata[0]; auto_restart <= wdata[7]; end
-                    8'h10: wts_base[31:0]  <= wdata;
-                    8'h14: wts_base[63:32] <= wdata;
-                    8'h1C: act_base[31:0]  <= wdata;
-                    8'h20: act_base[63:32] <= wdata;
+                    `ZQ_REG_AP_CTRL: begin
+                        ap_start <= wdata[`ZQ_AP_AP_START]; auto_restart <= wdata[`ZQ_AP_AUTO_RESTART];
+                    end
+                    `ZQ_REG_WTS:     wts_base[31:0]  <= wdata;
+                    `ZQ_REG_WTS + 4: wts_base[63:32] <= wdata;
+                    `ZQ_REG_ACT:     act_base[31:0]  <= wdata;
+                    `ZQ_REG_ACT + 4: act_base[63:32] <= wdata;
                     default: ;
                 endcase
             end else if (frame_done && !auto_restart) begin
@@ -149,14 +151,19 @@ module zq_maxi_echo #(
             if (s_axi_control_ARVALID && !s_axi_control_RVALID) begin
                 s_axi_control_RVALID <= 1'b1;
                 case (s_axi_control_ARADDR)
-                    8'h00: s_axi_control_RDATA <= {24'd0, auto_restart, 4'd0, idle, 1'b0, ap_start};
-                    8'h10: s_axi_control_RDATA <= wts_base[31:0];
-                    8'h14: s_axi_control_RDATA <= wts_base[63:32];
-                    8'h1C: s_axi_control_RDATA <= act_base[31:0];
-                    8'h20: s_axi_control_RDATA <= act_base[63:32];
-                    8'h28: s_axi_control_RDATA <= status;
-                    8'h38: s_axi_control_RDATA <= frames_done;
-                    8'h80: s_axi_control_RDATA <= cycles_last;
+                    `ZQ_REG_AP_CTRL: begin
+                        s_axi_control_RDATA <= 32'd0;
+                        s_axi_control_RDATA[`ZQ_AP_AP_START]     <= ap_start;
+                        s_axi_control_RDATA[`ZQ_AP_AP_IDLE]      <= idle;
+                        s_axi_control_RDATA[`ZQ_AP_AUTO_RESTART] <= auto_restart;
+                    end
+                    `ZQ_REG_WTS:         s_axi_control_RDATA <= wts_base[31:0];
+                    `ZQ_REG_WTS + 4:     s_axi_control_RDATA <= wts_base[63:32];
+                    `ZQ_REG_ACT:         s_axi_control_RDATA <= act_base[31:0];
+                    `ZQ_REG_ACT + 4:     s_axi_control_RDATA <= act_base[63:32];
+                    `ZQ_REG_STATUS:      s_axi_control_RDATA <= status;
+                    `ZQ_REG_FRAMES_DONE: s_axi_control_RDATA <= frames_done;
+                    `ZQ_REG_CYCLES_LAST: s_axi_control_RDATA <= cycles_last;
                     default: s_axi_control_RDATA <= 32'd0;
                 endcase
             end
@@ -238,7 +245,9 @@ module zq_maxi_echo #(
                     if (m_axis_out_TLAST[0]) begin
                         state <= S_IDLE;
                         frames_done <= frames_done + 32'd1;
-                        status <= {28'd0, wr_err, rd_err, 2'b00};
+                        status <= 32'd0;
+                        status[`ZQ_STATUS_AXI_READ_ERROR]  <= rd_err;
+                        status[`ZQ_STATUS_AXI_WRITE_ERROR] <= wr_err;
                         cycles_last <= cnt + 32'd1;
                         counting <= 1'b0;
                     end
