@@ -372,27 +372,97 @@ ADDR_ALIGN = 4096
 
 
 # ---------------------------------------------------------------------------
-# The DDR memory model (cocotb AxiRam wrapper and the C++ harness): what a
-# PYNQ-Z2 HP port looks like to a 64-bit master at the fabric clock.
+# The DDR memory model (the cocotb ``Ddr`` and the harness's C++ ``AxiMem``
+# implement it alike; the cycle model predicts under it). Named presets:
+# ``ideal`` (every port moves a beat per cycle whatever the others do),
+# ``pynq-z2`` (the board: one 16-bit DDR3 controller shared by all masters,
+# refresh) and ``stress`` (legal but hostile slave behaviour on every channel).
 @dataclass(frozen=True)
 class MemoryModel:
-    """Per AXI4 master: ``read_latency`` cycles from an AR handshake to the first R beat,
-    then one beat per cycle; at most ``max_reads`` bursts outstanding; writes accepted
-    one beat per cycle, B ``write_latency`` cycles after the last W beat.
+    """The DDR as the engine's AXI4 masters (and the DMA's streams) see it.
 
-    Sources: UG585 (Zynq-7000 TRM) describes the HP ports as 64-bit AXI3 with
-    16-beat bursts and read/write acceptance of 8/32 commands, and the DDR
-    controller as about 75 % efficient on mixed traffic; it publishes no
-    first-word latency. 32 cycles at 100 MHz (320 ns) is our assumption,
-    chosen above the DDR3-1066 row-miss latency (tRCD + CL ~ 30 ns) plus the
-    PS interconnect and controller queues; it is a parameter, and the bench
-    reports the frame time for other values (see docs/ARCHITECTURE.md)."""
+    **Per port** (each of ``m_axi_wts`` and ``m_axi_act``): ``read_latency`` cycles
+    from an AR handshake to the first R beat of its burst; at most ``max_reads``
+    read bursts outstanding (AR handshake .. last R beat), ``max_writes`` write
+    bursts (AW handshake .. B taken); B ``write_latency`` cycles after a burst's
+    last W beat. Each direction of a port moves at most ``port_bytes_per_cycle``
+    on average (a token bucket per port and direction, refilled by that many bytes
+    a cycle, holding at most one 16-beat burst; a beat of ``beat_bytes`` moves
+    only when the bucket holds a beat). 8 B/cycle is one 64-bit beat a cycle: no limit.
+
+    **Shared** (one budget for every master: both engine ports, both directions,
+    and the DMA's stream traffic): ``shared_bytes_per_cycle`` (0: no shared limit),
+    a token bucket of at most ``shared_bucket_bytes``. Every R or W beat takes
+    ``beat_bytes`` from it; where no DMA is simulated and ``charge_streams`` is set,
+    each accepted ``s_axis_in`` and ``m_axis_out`` byte is charged too (the DMA
+    reads the frame from DDR and writes the logits back). ``cpu_share`` of the
+    refill goes to the CPU: the masters get ``(1 - cpu_share) * shared_bytes_per_cycle``.
+
+    **Refresh**: every ``refresh_interval`` cycles (0: never) every port stalls
+    for ``refresh_cycles`` cycles: no R beat is given and no W beat accepted.
+
+    **Stress** (each legal AXI slave behaviour): on every cycle each channel's
+    slave-driven handshake signal (ARREADY, RVALID, AWREADY, WREADY, BVALID) is
+    low with probability ``gap_ar``/``gap_r``/``gap_aw``/``gap_w``/``gap_b``; with
+    probability ``stall_prob`` per cycle a channel starts a stall of 1 ..
+    ``stall_max`` cycles; ``aw_waits_for_w`` withholds AWREADY until WVALID is seen
+    (AXI A3.3.1 allows it; a master that waits for AWREADY before WVALID deadlocks).
+    Random choices come from ``seed``; a valid signal once shown is never withdrawn.
+
+    Sources (docs/ARCHITECTURE.md, "The memory model"): UG585 (Zynq-7000 TRM):
+    HP ports 64-bit AXI3, 16-beat bursts, read/write acceptance 8/32, the DDR
+    controller ~75 % efficient on mixed traffic; the PYNQ-Z2 reference manual:
+    16-bit DDR3 at 1 050 MT/s (2.1 GB/s peak); JEDEC DDR3: tREFI 7.8 us, tRFC
+    260 ns (4 Gb devices). The read latency (32 cycles at 100 MHz, 320 ns) is an
+    assumption above a DDR3-1066 row miss plus the PS interconnect; UG585 gives
+    no first-word latency."""
 
     read_latency: int = 32
     write_latency: int = 16
     max_reads: int = 8
     max_writes: int = 8
     beat_bytes: int = AXI_DATA_BITS // 8
+    port_bytes_per_cycle: float = AXI_DATA_BITS / 8
+    shared_bytes_per_cycle: float = 0.0
+    shared_bucket_bytes: int = AXI_BURST_BEATS * AXI_DATA_BITS // 8
+    charge_streams: bool = False
+    cpu_share: float = 0.0
+    refresh_interval: int = 0
+    refresh_cycles: int = 0
+    gap_ar: float = 0.0
+    gap_r: float = 0.0
+    gap_aw: float = 0.0
+    gap_w: float = 0.0
+    gap_b: float = 0.0
+    stall_prob: float = 0.0
+    stall_max: int = 0
+    aw_waits_for_w: bool = False
+    seed: int = 1
 
 
-MEMORY_MODEL = MemoryModel()
+MEMORY_PRESETS: dict[str, MemoryModel] = {
+    "ideal": MemoryModel(),
+    # 16-bit DDR3-1050: 2.1 GB/s = 21 B per 100 MHz cycle, at 75 % efficiency on mixed
+    # traffic 15.75 B/cycle for every master together; refresh 26 of every 780 cycles.
+    "pynq-z2": MemoryModel(shared_bytes_per_cycle=15.75, charge_streams=True,
+                           refresh_interval=780, refresh_cycles=26),
+    "stress": MemoryModel(read_latency=48, write_latency=24, port_bytes_per_cycle=3.0,
+                          shared_bytes_per_cycle=5.0, charge_streams=True,
+                          refresh_interval=780, refresh_cycles=26,
+                          gap_ar=0.3, gap_r=0.3, gap_aw=0.3, gap_w=0.3, gap_b=0.3,
+                          stall_prob=0.002, stall_max=400, aw_waits_for_w=True),
+}
+
+MEMORY_MODEL = MEMORY_PRESETS["ideal"]
+
+
+def memory_preset(name: str = "ideal", **overrides) -> MemoryModel:
+    """A named preset, with any field overridden (``memory_preset("pynq-z2", cpu_share=0.25)``)."""
+    from dataclasses import fields, replace
+    if name not in MEMORY_PRESETS:
+        raise ValueError(f"unknown memory preset {name!r} (known: {', '.join(MEMORY_PRESETS)})")
+    known = {f.name for f in fields(MemoryModel)}
+    bad = sorted(set(overrides) - known)
+    if bad:
+        raise ValueError(f"memory preset {name!r}: unknown field(s) {', '.join(bad)} (known: {', '.join(sorted(known))})")
+    return replace(MEMORY_PRESETS[name], **overrides)
