@@ -386,28 +386,31 @@ class MemoryModel:
     read bursts outstanding (AR handshake .. last R beat), ``max_writes`` write
     bursts (AW handshake .. B taken); B ``write_latency`` cycles after a burst's
     last W beat. Each direction of a port moves at most ``port_bytes_per_cycle``
-    on average (a token bucket per port and direction, refilled by that many bytes
-    a cycle, holding at most one 16-beat burst; a beat of ``beat_bytes`` moves
-    only when the bucket holds a beat). 8 B/cycle is one 64-bit beat a cycle: no limit.
+    on average: a token bucket per port and direction. 8 B/cycle (one 64-bit beat
+    a cycle) is no limit.
 
     **Shared** (one budget for every master: both engine ports, both directions,
     and the DMA's stream traffic): ``shared_bytes_per_cycle`` (0: no shared limit),
-    a token bucket of at most ``shared_bucket_bytes``. Every R or W beat takes
-    ``beat_bytes`` from it; where no DMA is simulated and ``charge_streams`` is set,
-    each accepted ``s_axis_in`` and ``m_axis_out`` byte is charged too (the DMA
-    reads the frame from DDR and writes the logits back). ``cpu_share`` of the
-    refill goes to the CPU: the masters get ``(1 - cpu_share) * shared_bytes_per_cycle``.
+    a token bucket. Where no DMA is simulated and ``charge_streams`` is set, each
+    accepted ``s_axis_in`` and ``m_axis_out`` byte is charged to it (the DMA reads
+    the frame from DDR and writes the logits back); where a DMA is simulated, its
+    DDR beats are charged. ``cpu_share`` of the refill goes to the CPU: the masters
+    get ``(1 - cpu_share) * shared_bytes_per_cycle``.
 
-    **Refresh**: every ``refresh_interval`` cycles (0: never) every port stalls
-    for ``refresh_cycles`` cycles: no R beat is given and no W beat accepted.
+    **Token buckets, exactly** (so that every implementation agrees without an
+    arbitration order): every bucket starts full and holds at most
+    ``shared_bucket_bytes`` (one 16-beat burst). A beat may move on a channel
+    (RVALID shown for a new beat, WREADY high) in a cycle only if its port-direction
+    bucket and the shared bucket are both positive (> 0) at the start of that cycle.
+    Every beat that moves takes ``beat_bytes`` from both, and every charged stream
+    byte takes one byte from the shared bucket; a bucket may go negative (several
+    masters can move a beat in one cycle), and the debt is paid by later refills.
+    At the end of each cycle each bucket gains its rate, capped at its depth.
 
-    **Stress** (each legal AXI slave behaviour): on every cycle each channel's
-    slave-driven handshake signal (ARREADY, RVALID, AWREADY, WREADY, BVALID) is
-    low with probability ``gap_ar``/``gap_r``/``gap_aw``/``gap_w``/``gap_b``; with
-    probability ``stall_prob`` per cycle a channel starts a stall of 1 ..
-    ``stall_max`` cycles; ``aw_waits_for_w`` withholds AWREADY until WVALID is seen
-    (AXI A3.3.1 allows it; a master that waits for AWREADY before WVALID deadlocks).
-    Random choices come from ``seed``; a valid signal once shown is never withdrawn.
+    **Refresh**: every port stalls in the cycles where ``cycle % refresh_interval <
+    refresh_cycles`` (``refresh_interval`` 0: never), counting the memory's own
+    clock cycles since it was created (a DUT reset does not restart it): no new R
+    beat is shown and WREADY is low.
 
     Sources (docs/ARCHITECTURE.md, "The memory model"): UG585 (Zynq-7000 TRM):
     HP ports 64-bit AXI3, 16-beat bursts, read/write acceptance 8/32, the DDR
