@@ -72,14 +72,17 @@ def recipe(data: str) -> dict:
     return RECIPES.get(tag, RECIPES["fashion-mnist"])
 
 
-def fit_classes(cfg: NetConfig, class_names: tuple[str, ...], preset: bool, where: str) -> NetConfig:
+def fit_classes(cfg: NetConfig, class_names: tuple[str, ...], preset: bool, where: str,
+                from_folder: bool = True) -> NetConfig:
     """``cfg`` for the data's classes: the class names set, and for a preset network the class
     count too (a head of exactly ``num_classes`` channels is resized; a wider one, as ZynqNet's
     1024-channel c10 for 1000 classes, is kept and its first channels are the logits). A JSON
     config whose ``num_classes`` differs from the data is refused, naming both numbers."""
     n = len(class_names)
     if n == cfg.num_classes:
-        return replace(cfg, class_names=tuple(class_names))
+        # a JSON config keeps the names it gives (or has none, unless the data is a folder: its names)
+        keep = not preset and (cfg.class_names or not from_folder)
+        return cfg if keep else replace(cfg, class_names=tuple(class_names))
     if not preset:
         raise ValueError(f"network config {cfg.name} has num_classes {cfg.num_classes}, the data ({where}) has {n} "
                          f"classes: set num_classes to {n} (and the final conv's channels) in the config")
@@ -202,7 +205,8 @@ def run(tc: TrainConfig) -> dict:
     cfg = get_config(tc.net, in_channels=ds.channels)
     if cfg.input_size != ds.size:
         raise ValueError(f"{tc.net} takes {cfg.input_size}x{cfg.input_size} inputs, dataset is {ds.size}x{ds.size}")
-    cfg = fit_classes(cfg, ds.class_names, tc.net in PRESETS, ds.description.split(":")[0] or tag)
+    cfg = fit_classes(cfg, ds.class_names, tc.net in PRESETS, ds.description.split(":")[0] or tag,
+                      from_folder=ds.recipe is not None)
     train_all, test_split, eval_split = ds.train, ds.test, "test"
     if tc.holdout:
         if not 0 < tc.holdout < len(train_all):
