@@ -53,6 +53,8 @@ class Hdl:
     top: str
     ports: dict[str, Port] = field(default_factory=dict)
     params: dict[str, tuple[int, int | None]] = field(default_factory=dict)   # value, sized width
+    # every module elaborated under the top: its name in the source -> the parameter values of each variant
+    modules: dict[str, list[dict[str, int]]] = field(default_factory=dict)
 
 
 def verilog_literal(text: str) -> tuple[int, int | None]:
@@ -94,6 +96,11 @@ def parse_hdl(top: str, files: list[Path], include_dirs: list[Path], workdir: Pa
     walk(tree)
     module = next(m for m in tree["modulesp"] if m["name"] == top)
     hdl = Hdl(top)
+    for m in tree["modulesp"]:
+        hdl.modules.setdefault(m.get("origName", m["name"]), []).append(
+            {v["name"]: verilog_literal(v["valuep"][0]["name"])[0] for v in m.get("stmtsp", [])
+             if v.get("type") == "VAR" and v.get("isGParam") and v.get("valuep")
+             and v["valuep"][0].get("type") == "CONST"})
     for s in module["stmtsp"]:
         if s.get("type") != "VAR":
             continue
@@ -275,6 +282,13 @@ def _check_aximm(model: IpModel, name: str, params: dict, maps: dict, hdl: Hdl, 
     want_addr = E.AXI_ADDR_BITS if protocol == "AXI4" else E.reg_addr_bits("rtl")
     if params.get("ADDR_WIDTH") != str(want_addr):
         bad.append(f"bus interface {name}: ADDR_WIDTH {params.get('ADDR_WIDTH')}, the specification's {want_addr}")
+    if protocol == "AXI4" and core is not None:
+        # the bursts the RTL keeps in flight (zq_axi_rd / zq_axi_wr MAX_OUT) within what the interface declares
+        for mod, key in (("zq_axi_rd", "NUM_READ_OUTSTANDING"), ("zq_axi_wr", "NUM_WRITE_OUTSTANDING")):
+            most = max((v.get("MAX_OUT", 0) for v in core.modules.get(mod, [])), default=0)
+            if not most or int(params.get(key, 0) or 0) < most:
+                bad.append(f"bus interface {name}: {key} {params.get(key)}, {mod} keeps up to {most or '?'} "
+                           f"bursts in flight")
     if params.get("READ_WRITE_MODE") == "READ_ONLY" and core is not None:
         for sig in ("AWVALID", "WVALID"):
             port = core.ports.get(maps.get(sig, ""))
