@@ -58,7 +58,7 @@ mkdir -p "$OUT"
 # results of an earlier run must not pass for this one's
 rm -f "$OUT/${NET}_pynq-z2.bit" "$OUT/${NET}_pynq-z2.hwh" "$OUT/timing.txt" "$OUT/utilization.txt"
 if [ "$ENGINE" = rtl ]; then
-    # packaged every time (seconds): the IP is always rtl/ and this export as they are now
+    # packaged every time (about a minute of Vivado): the IP is always rtl/ and this export as they are now
     echo "bitstream.sh: $NET, packaging the RTL twin (rtl/, $EXPORT/rtl_params.svh) as an IP -> $RTL_IP_DIR"
     mkdir -p "$(dirname "$RTL_IP_DIR")"
     rc=0

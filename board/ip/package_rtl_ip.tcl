@@ -29,15 +29,15 @@
 #   * the parameters: the wrapper's, each set to the export's value (rtl_params.svh and
 #     the specification's zq_spec.svh, the files the HDL includes) and read-only.
 #
-# One IP per network, as the HLS IP: the layer table, the network ID and the engine's
-# sizes are compiled into the engine, the IP's sources include the export's
-# rtl_params.svh, and its parameters are locked to it. Why not one generic IP with the
-# table set at block-design time: the table is N_LAYERS x 274 bits (about 8 000 bits for
-# the full ZynqNet), which Vivado would carry as a bit-string generic through the
-# block design, the .xci and synthesis; every other parameter must agree with the same
-# export (RAM sizes, the weight image size and network ID the engine checks in DDR), so
-# a table set by hand in the block design could only be wrong; and the bitstream
-# serves exactly one network either way. Packaging takes seconds of a bitstream build.
+# One IP per network, as the HLS IP: the layer table (N_LAYERS x ROW_BITS bits: 7 398 for the
+# full ZynqNet's 27 layers), the network ID and the engine's sizes are compiled into the
+# engine, the IP's sources include the export's rtl_params.svh, and its parameters are
+# locked to it. Why not one generic IP whose table and sizes the block design sets: the
+# parameters fix the hardware at synthesis, so the bitstream serves one network either
+# way and only this packaging (a minute of Vivado) would be saved; they must all come
+# from one export as a set (RAM sizes, the weight image size and network ID the engine
+# checks in DDR), which a generic IP would leave to whoever instantiates it; and with the
+# values in the IP the block design sets nothing on the engine cell, for either engine.
 
 proc zq_fail {msg {code 2}} {
     puts stderr "package_rtl_ip.tcl: $msg"
