@@ -246,8 +246,8 @@ def check_interfaces(model: IpModel, hdl: Hdl, core: Hdl | None = None) -> list[
             if mode == "slave" and bus_type in (AXIMM, AXIS):
                 direction = {"in": "out", "out": "in"}[direction]
             if port.direction != direction:
-                bad.append(f"{where}: {logical} -> {physical} is an {port.direction}put, the {mode} drives it "
-                           f"{'in' if direction == 'in' else 'out'}wards")
+                bad.append(f"{where}: {logical} -> {physical} is an {port.direction}put, the {mode}'s {logical} "
+                           f"is an {direction}put")
             want = _want_width(rule, params)
             if want is None:
                 bad.append(f"{where}: {logical} -> {physical}: bus parameter {rule} not set")

@@ -421,7 +421,7 @@ def test_rtl_ip_broken_script_fails(tmp_path, tiny, hdl, broken):
     edits, want = {
         "port direction": ({pkg: ("{s_axis_in slave m_axis_out master}", "{s_axis_in master m_axis_out slave}")},
                            ("interfaces", "bus interface s_axis_in (xilinx.com:interface:axis:1.0, master): TDATA -> "
-                                          "s_axis_in_TDATA is an input, the master drives it outwards")),
+                                          "s_axis_in_TDATA is an input, the master's TDATA is an output")),
         "unset parameter": ({pkg: ("foreach {name value} $params {", "foreach {name value} [dict remove $params "
                                                                       "LAYER_TABLE] {")},
                             ("parameters", "user parameter LAYER_TABLE of the wrapper was not set")),
