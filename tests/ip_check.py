@@ -399,7 +399,8 @@ def check_parameters(model: IpModel, wrapper: Hdl, export_dir: Path) -> list[str
                 bad.append(f"{kind} parameter {name}: {length}-bit string on the IP, {hwidth} bits in the HDL")
             if name in want and v != want[name]:
                 bad.append(f"{kind} parameter {name} = {v:#x}, the export's is {want[name]:#x}")
-        bad += [f"parameter {n} of {wrapper.top} is not set on the IP ({kind})" for n in wrapper.params if n not in objs]
+        bad += [f"parameter {n} of {wrapper.top} is not set on the IP ({kind})" for n in wrapper.params
+                if n not in objs]
     bad += [f"user parameter {n} is editable (the IP is one network's)" for n, o in user.items()
             if o.props.get("enablement_value") != "false"]
     return bad
@@ -498,7 +499,8 @@ def check_block_design(log: str, interfaces: dict[str, str], pins: set[str], reg
     used = intf_used | net_used
     bad += [f"the block design connects {cell}/{n}, an interface the engine does not have" for n in intf_used
             if n not in interfaces]
-    bad += [f"the block design connects pin {cell}/{n}, which the engine does not have" for n in net_used if n not in pins]
+    bad += [f"the block design connects pin {cell}/{n}, which the engine does not have" for n in net_used
+            if n not in pins]
     bad += [f"interface {n} of the engine is not connected" for n in interfaces if n not in intf_used]
     bad += [f"pin {n} of the engine is not connected" for n in pins if n not in used]
     spaces = {s for s in interfaces.values() if s}
