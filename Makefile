@@ -48,8 +48,8 @@ help:
 	@echo "make test            the test suite (pytest)"
 	@echo "make train NET=.. DATA=..   train (QAT) -> build/<net>/<dataset>/checkpoint.pt, metrics.json"
 	@echo "                     DATA=<folder>: your images (train/<class>/ + test/<class>/, or <class>/ with"
-	@echo "                     TRAIN_ARGS=--split 0.1), decoded once into build/data/ (docs/datasets.md)"
-	@echo "make import ONNX=model.onnx [NET=name]  a Brevitas QONNX export -> build/<net>/<net>.json, checkpoint.pt"
+	@echo "                     TRAIN_ARGS=--split 0.1), decoded once into build/data/ (docs/datasets-and-import.md)"
+	@echo "make import ONNX=model.onnx [NET=name]  a Brevitas QONNX export -> build/<name>/imported/<name>.json, checkpoint.pt"
 	@echo "make report NET=..   per-layer characterization -> build/<net>/report.json, roofline.png"
 	@echo "make export CKPT=..  integers, HLS header, RTL parameters, weight image, manifest -> build/<net>/export/"
 	@echo "                     (no checkpoint for NET: seeded random weights, SEED=0; said so)"
@@ -81,6 +81,14 @@ test-fast: $(STAMP)
 
 train: $(STAMP)
 	$(PY) -m zynqflow.model.train --net $(NET) --data $(DATA) $(DATA_ARG) $(TRAIN_ARGS)
+
+# zynqflow import: a Brevitas QONNX export -> build/<name>/imported/ (NetConfig JSON, checkpoint, import.json)
+ONNX ?=
+.PHONY: import
+import: $(STAMP)
+	@test -n "$(ONNX)" || { echo "usage: make import ONNX=model.onnx [NET=<name>] [DATA=<folder>]" >&2; exit 2; }
+	$(PY) -m zynqflow.export.qonnx_import $(ONNX) $(if $(filter command line,$(origin NET)),--name $(NET),) \
+	    $(if $(DATA_DIR),--data $(DATA_DIR),)
 
 # the dataset tag of DATA (build/<net>/<tag>/), and what the loader finds in a folder
 .PHONY: data-tag
