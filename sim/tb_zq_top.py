@@ -712,6 +712,68 @@ async def busy_hole(dut):
     tb.check(len(got) == 2 and np.array_equal(got[1], expected[1]), "the frame after it differs from golden")
 
 
+class LateLastRow:
+    """A memory that answers the last input row of layer ``li`` late. The layer (a 1x1 stride-2
+    conv over a DDR tensor) never reads that row, so its loop ends while the row is still in
+    flight: its R beats are held until ``hold_after`` cycles after zq_core has gone idle, and
+    (when the engine has moved on meanwhile) until the next layer's input DMA has started."""
+
+    T_FETCH, T_DECODE, T_WAITWR = 2, 3, 4
+
+    def __init__(self, dut, port, li: int, rows: int, hold_after: int = 100):
+        self.li, self.rows, self.hold_after = li, rows, hold_after
+        self.r = dict(li=signal_reader(dut.li), top=signal_reader(dut.state), p_y=signal_reader(dut.u_fill.p_y),
+                      core=signal_reader(dut.core_busy))
+        self.idle_at = None
+        self.holding = False
+        self.held_past_layer = 0          # frames whose last row was still held when the layer's loop ended
+        port.hold("r", self.hold)
+
+    def hold(self, c: int) -> bool:
+        r = self.r
+        li = r["li"]()
+        if li == self.li and r["p_y"]() >= self.rows - 1:
+            if not r["core"]() and self.idle_at is None:
+                self.idle_at = c
+                self.held_past_layer += 1
+            h = self.idle_at is None or c < self.idle_at + self.hold_after
+        else:
+            h = li == self.li + 1 and self.holding and r["top"]() in (self.T_FETCH, self.T_DECODE, self.T_WAITWR)
+        if not h and li != self.li:
+            self.idle_at = None
+        self.holding = h
+        return h
+
+
+@cocotb.test(timeout_time=TIMEOUT_MS, timeout_unit="ms")
+async def late_last_row(dut):
+    """Layer ZQ_TARGET_LAYER leaves the last row of its DDR source unread; the memory answers that
+    row only after the layer's loop has ended: the next layer (which reads DDR too) must not take
+    those beats, every frame bit-exact."""
+    tb = TB(dut)
+    name = _env("ZQ_TARGET_LAYER")
+    layers = tb.ex.man["layers"]
+    li = [l["name"] for l in layers].index(name)
+    late = LateLastRow(dut, tb.ddr.act, li, layers[li]["in_size"])
+    await tb.reset()
+    await tb.set_bases()
+    frames = tb.ex.frames(2, "random:19")[0]
+    expected = tb.ex.golden(frames)
+    got = []
+    for f in frames:
+        await tb.start()
+        await tb.send(tb.frame_bytes(f))
+        got.append(await tb.recv_logits())
+    status = await tb.rd("status")
+    mism = [i for i in range(len(frames)) if not np.array_equal(got[i], expected[i])]
+    tb.write_result(held_past_layer=late.held_past_layer, mismatches=mism, status=status)
+    tb.check(late.held_past_layer == len(frames), f"the last row of {name} was held past the layer's end in "
+                                                  f"{late.held_past_layer} of {len(frames)} frames")
+    tb.check(not mism, f"frames {mism} differ from golden after {name}'s unread last row came late "
+                       f"(got {got[mism[0]].tolist() if mism else ''}, expected {expected[mism[0]].tolist() if mism else ''})")
+    tb.check(status == 0, f"status 0x{status:08x} ({E.decode_status(status)})")
+
+
 @cocotb.test(timeout_time=TIMEOUT_MS, timeout_unit="ms")
 async def reset_reads_in_flight(dut):
     """A PL reset while the weight port has its 8 reads in flight (R held back once the header is
