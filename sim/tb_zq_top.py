@@ -234,6 +234,22 @@ class TB:
                              mac_cycles=l["mac_cycles"], cycles_model=l.get("cycles_model")))
         return rows
 
+    async def single_frames(self, source: str, n: int, stop=None) -> tuple[list, np.ndarray]:
+        """Reset, set the bases, then ``n`` frames of ``source`` with one ap_start each (``stop()``
+        true after a frame ends the run early); returns the logits and the golden ones."""
+        await self.reset()
+        await self.set_bases()
+        frames = self.ex.frames(n, source)[0]
+        expected = self.ex.golden(frames)
+        got = []
+        for f in frames:
+            await self.start()
+            await self.send(self.frame_bytes(f))
+            got.append(await self.recv_logits())
+            if stop is not None and stop():
+                break
+        return got, expected
+
     async def frame_figures(self) -> dict:
         return {n: await self.rd(n) for n in ("cycles_last", "dram_stall_cycles", "dram_rd_bytes", "dram_wr_bytes")}
 
@@ -691,17 +707,7 @@ async def busy_hole(dut):
     iso = LastStepIsolator(dut, tb.ddr.act, li, tb.ex.man["layers"][li]["mac_cycles"],
                            fifo_threshold=E.RTL_OUT_FIFO_UNITS - E.RTL_OUT_FIFO_MARGIN)
     tb.ddr.hooks.append(iso.cycle)
-    await tb.reset()
-    await tb.set_bases()
-    frames = tb.ex.frames(2, "random:13")[0]
-    expected = tb.ex.golden(frames)
-    got = []
-    for f in frames:
-        await tb.start()
-        await tb.send(tb.frame_bytes(f))
-        got.append(await tb.recv_logits())
-        if not iso.done:
-            break
+    got, expected = await tb.single_frames("random:13", 2, stop=lambda: not iso.done)
     status = await tb.rd("status")
     tb.write_result(isolator=iso.report(), logits=got, expected=expected[:len(got)], status=status)
     tb.check(iso.done, f"the memory could not isolate the last step of {name}: {iso.report()}")
@@ -755,20 +761,12 @@ async def late_last_row(dut):
     layers = tb.ex.man["layers"]
     li = [l["name"] for l in layers].index(name)
     late = LateLastRow(dut, tb.ddr.act, li, layers[li]["in_size"])
-    await tb.reset()
-    await tb.set_bases()
-    frames = tb.ex.frames(2, "random:19")[0]
-    expected = tb.ex.golden(frames)
-    got = []
-    for f in frames:
-        await tb.start()
-        await tb.send(tb.frame_bytes(f))
-        got.append(await tb.recv_logits())
+    got, expected = await tb.single_frames("random:19", 2)
     status = await tb.rd("status")
-    mism = [i for i in range(len(frames)) if not np.array_equal(got[i], expected[i])]
+    mism = [i for i in range(len(got)) if not np.array_equal(got[i], expected[i])]
     tb.write_result(held_past_layer=late.held_past_layer, mismatches=mism, status=status)
-    tb.check(late.held_past_layer == len(frames), f"the last row of {name} was held past the layer's end in "
-                                                  f"{late.held_past_layer} of {len(frames)} frames")
+    tb.check(late.held_past_layer == len(got), f"the last row of {name} was held past the layer's end in "
+                                               f"{late.held_past_layer} of {len(got)} frames")
     tb.check(not mism, f"frames {mism} differ from golden after {name}'s unread last row came late "
                        f"(got {got[mism[0]].tolist() if mism else ''}, expected {expected[mism[0]].tolist() if mism else ''})")
     tb.check(status == 0, f"status 0x{status:08x} ({E.decode_status(status)})")
