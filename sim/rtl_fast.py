@@ -696,12 +696,12 @@ class FastSim:
         wall = time.perf_counter() - t0
         if rc == 1:
             msg = self.lib.zqh_error(self._h).decode()
-            where = self.probe()
+            where, cycle = self.probe(), self.cycle
             layer = ""
             if where is not None:
                 li, st = where
                 name = self.layer_names[li] if li < len(self.layer_names) else "after the last layer"
-                layer = f"; stopped in layer {li} ({name}), control state {st} at cycle {self.cycle}"
+                layer = f"; stopped in layer {li} ({name}), control state {st} at cycle {cycle}"
             try:
                 state = ", ".join(f"{k} 0x{v:x}" for k, v in
                                   self.registers([r for r in ("AP_CTRL", "status", "frames_done", "cycles_last")
@@ -709,7 +709,7 @@ class FastSim:
             except RtlFastError as e:
                 state = f"registers unreadable: {e}"
             err = SimTimeout(f"the DUT stopped: {msg}{layer}; {state}")
-            err.cycle = self.cycle
+            err.cycle = cycle
             if where is not None:
                 err.layer = where[0]
                 err.layer_name = self.layer_names[where[0]] if where[0] < len(self.layer_names) else None

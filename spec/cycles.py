@@ -105,35 +105,39 @@ RTL_TIMING = RtlTiming()
 
 
 # ---- the memory's rates -----------------------------------------------------------------------
-def _bucket_rate(rate: float, depth: float, peak: float, interval: int, blocked: int) -> float:
-    """Bytes per cycle a token bucket of ``rate`` and ``depth`` lets through a channel of ``peak``
-    bytes per cycle that is blocked ``blocked`` cycles of every ``interval`` (refresh), under
-    continuous demand: in the blocked cycles the bucket fills (at most to its depth), in the others
-    it is spent at most at the peak."""
-    if interval <= 0 or blocked <= 0:
-        return min(rate, peak)
-    free = interval - blocked
-    return min(peak * free, min(rate * blocked, depth) + rate * free) / interval
+def _bucket_rate(rate: float, depth: float, peak: float, M: E.MemoryModel, shared: bool = False) -> float:
+    """Bytes per cycle a token bucket of ``rate`` and ``depth`` lets through a channel that could move
+    ``peak`` bytes per cycle, under continuous demand, with the memory's blocked cycles: refresh
+    (``refresh_cycles`` of every ``refresh_interval``) and, for a port's own bucket, its random
+    stalls (1..stall_max cycles, starting with probability stall_prob per free cycle). While the
+    channel is blocked the bucket fills up to its depth; what would overflow is lost."""
+    lost = 0.0          # bucket bytes lost per cycle
+    blocked = 0.0       # fraction of the cycles blocked
+    if M.refresh_interval > 0 and M.refresh_cycles > 0:
+        blocked += M.refresh_cycles / M.refresh_interval
+        lost += max(0.0, rate * M.refresh_cycles - depth) / M.refresh_interval
+    if not shared and M.stall_prob > 0 and M.stall_max > 0:
+        mean = (M.stall_max + 1) / 2.0
+        starts = M.stall_prob * (1.0 - blocked) / (1.0 + M.stall_prob * mean)   # stalls per cycle
+        over = sum(max(0.0, rate * n - depth) for n in range(1, M.stall_max + 1)) / M.stall_max
+        blocked += starts * mean
+        lost += starts * over
+    return max(0.0, min(peak * (1.0 - blocked), rate - lost))
 
 
 def port_rates(memory: E.MemoryModel) -> dict:
     """What each direction of a port moves on average under continuous demand, and the shared budget:
-    ``read_beats`` / ``write_beats`` per cycle (the port bucket through refresh, random gaps and
+    ``read_beats`` / ``write_beats`` per cycle (the port's bucket through refresh, random gaps and
     stalls), ``shared_bytes`` per cycle (0: no shared limit) after the CPU's share and refresh."""
     M = memory
     beat = float(M.beat_bytes)
-    up = 1.0
-    if M.stall_prob > 0 and M.stall_max > 0:
-        stall = M.stall_prob * (M.stall_max + 1) / 2.0           # mean cycles stalled per cycle free
-        up = 1.0 / (1.0 + stall)
-    per_port = _bucket_rate(M.port_bytes_per_cycle, M.shared_bucket_bytes, beat, M.refresh_interval,
-                            M.refresh_cycles) / beat * up
+    rd = _bucket_rate(M.port_bytes_per_cycle, M.shared_bucket_bytes, beat * (1.0 - M.gap_r), M)
+    wr = _bucket_rate(M.port_bytes_per_cycle, M.shared_bucket_bytes, beat * (1.0 - M.gap_w), M)
     shared = 0.0
     if M.shared_bytes_per_cycle > 0:
-        shared = _bucket_rate((1.0 - M.cpu_share) * M.shared_bytes_per_cycle, M.shared_bucket_bytes,
-                              4 * beat, M.refresh_interval, M.refresh_cycles) * up
-    return dict(read_beats=per_port * (1.0 - M.gap_r), write_beats=per_port * (1.0 - M.gap_w),
-                shared_bytes=shared)
+        shared = _bucket_rate((1.0 - M.cpu_share) * M.shared_bytes_per_cycle, M.shared_bucket_bytes, 4 * beat, M,
+                              shared=True)
+    return dict(read_beats=rd / beat, write_beats=wr / beat, shared_bytes=shared)
 
 
 def memory_of(memory) -> E.MemoryModel:
