@@ -966,6 +966,74 @@ def run_sharded(spec: SimSpec, frames: np.ndarray, *, workers: int | None = None
         layers=results[len(spans) - 1].get("layers") if spans else None)
 
 
+@dataclass
+class SeedRun:
+    """The frames through one simulator under one seed of the memory model (:func:`run_seeds`):
+    the batch, or the hang (time-out: message, layer, cycle) or protocol error that ended it."""
+
+    seed: int
+    batch: Batch | None = None
+    mem: dict | None = None           # the memories' counters (and the shared budget's)
+    layers: list | None = None        # per-layer counters of the last frame
+    hang: str | None = None
+    hang_layer: str | None = None
+    hang_cycle: int | None = None
+    error: str | None = None          # protocol errors on the master ports
+    wall_s: float = 0.0
+
+
+def _seed_run(spec: SimSpec, seed: int, frames: np.ndarray, backpressure: float, budget: int) -> SeedRun:
+    from dataclasses import replace
+
+    mem = replace(memory_model(spec.memory), seed=seed)
+    spec = replace(spec, memory=mem)
+    t0 = time.perf_counter()
+    sim = spec.make(seed=1)
+    out = SeedRun(seed)
+    try:
+        r = _run_chunk(sim, spec, seed, frames, backpressure, seed, budget)
+        out.batch, out.mem, out.layers = r["batch"], r.get("mem"), r.get("layers")
+    except SimTimeout as e:
+        out.hang, out.hang_layer, out.hang_cycle = str(e), e.layer_name, e.cycle
+    except RtlFastError as e:
+        out.error = str(e)
+    finally:
+        if out.mem is None and sim.maxi:
+            out.mem = {p: sim.mem(p).stats() for p in MAXI_PORTS}
+        sim.close()
+    out.wall_s = time.perf_counter() - t0
+    return out
+
+
+def run_seeds(spec: SimSpec, frames: np.ndarray, seeds: Sequence[int], *, workers: int | None = None,
+              backpressure: float = 0.0, frame_budget: int = 10_000_000,
+              progress: Callable[[int, int], None] | None = None) -> list[SeedRun]:
+    """All ``frames`` through a fresh simulator per seed of the memory model (``spec.memory`` with its
+    ``seed`` replaced: ``memory_preset(name, seed=s)`` reproduces a run), one seed per task over
+    ``workers`` processes. A hang or a protocol error ends that seed's run and is returned, not raised."""
+    frames = np.ascontiguousarray(frames, dtype=np.uint8)
+    seeds = list(seeds)
+    workers = max(1, min(workers or os.cpu_count() or 1, len(seeds)))
+    out: dict[int, SeedRun] = {}
+    if workers == 1:
+        for k, sd in enumerate(seeds):
+            out[k] = _seed_run(spec, sd, frames, backpressure, frame_budget)
+            if progress:
+                progress(k + 1, len(seeds))
+    else:
+        import multiprocessing as mp
+
+        ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
+        with ProcessPoolExecutor(workers, mp_context=ctx) as pool:
+            futs = {pool.submit(_seed_run, spec, sd, frames, backpressure, frame_budget): k
+                    for k, sd in enumerate(seeds)}
+            for fu in as_completed(futs):
+                out[futs[fu]] = fu.result()
+                if progress:
+                    progress(len(out), len(seeds))
+    return [out[k] for k in range(len(seeds))]
+
+
 def run_export(export_dir, frames: np.ndarray, *, workers: int | None = None, chunk: int | None = None,
                backpressure: float = 0.0, seed: int = 1, expected: np.ndarray | None = None,
                check_golden: bool = True, build: FastBuild | None = None,

@@ -149,6 +149,53 @@ def memory_of(memory) -> E.MemoryModel:
     return memory
 
 
+def scale_memory(memory, clock_mhz: float) -> E.MemoryModel:
+    """``memory`` (described at 100 MHz) as an engine clocked at ``clock_mhz`` sees it: the DDR keeps
+    its nanoseconds and bytes per second, so latencies and refresh grow with the clock (rounded up)
+    and the shared budget per cycle shrinks; a port still moves up to a beat per fabric cycle."""
+    import math
+    from dataclasses import replace
+
+    M = memory_of(memory)
+    f = clock_mhz / 100.0
+    if f == 1.0:
+        return M
+    up = lambda v: int(math.ceil(v * f))  # noqa: E731
+    return replace(M, read_latency=up(M.read_latency), write_latency=up(M.write_latency),
+                   refresh_interval=up(M.refresh_interval), refresh_cycles=up(M.refresh_cycles),
+                   shared_bytes_per_cycle=M.shared_bytes_per_cycle / f,
+                   port_bytes_per_cycle=min(M.port_bytes_per_cycle, float(M.beat_bytes)) / f
+                   if M.port_bytes_per_cycle < M.beat_bytes else M.port_bytes_per_cycle,
+                   stall_max=up(M.stall_max))
+
+
+BOUND_PRESETS = ("ideal", "pynq-z2")
+
+
+def bound_table(plan, memories=BOUND_PRESETS, cached: bool = True) -> tuple[list[dict], str]:
+    """What bounds each layer under each memory (preset names or models): rows
+    ``{name, cycles: {memory: c}, bound: {memory: b}}`` and the table as text (make export, make report)."""
+    names = [m if isinstance(m, str) else "custom" for m in memories]
+    preds = [predict(plan, memory=m, cached=cached) for m in memories]
+    rows = []
+    for i, l in enumerate(plan.layers):
+        rows.append(dict(name=l.name, mac_cycles=l.mac_cycles,
+                         cycles={n: p["layers"][i]["cycles"] for n, p in zip(names, preds)},
+                         bound={n: p["layers"][i]["bound"] for n, p in zip(names, preds)}))
+    w = max([len(r["name"]) for r in rows] + [5])
+    head = f"{'layer':<{w}}  {'MAC cycles':>10}" + "".join(f"  {n + ' cycles':>16}  {'bound':<12}" for n in names)
+    lines = [f"cycle model of the RTL twin, {plan.engine.n_pe} x {plan.engine.n_ci} engine (spec.cycles; "
+             "a model, not a measurement): what bounds each layer under each memory preset", head,
+             "-" * len(head)]
+    for r in rows:
+        lines.append(f"{r['name']:<{w}}  {r['mac_cycles']:>10}" + "".join(
+            f"  {r['cycles'][n]:>16}  {r['bound'][n]:<12}" for n in names).rstrip())
+    lines.append("-" * len(head))
+    lines.append(f"{'frame':<{w}}  {sum(r['mac_cycles'] for r in rows):>10}" + "".join(
+        f"  {p['frame']['cycles']:>16}  {p['frame']['fps_at_100mhz']:.1f} fps".ljust(32) for p in preds).rstrip())
+    return rows, "\n".join(lines)
+
+
 # ---- time series of a released count ------------------------------------------------
 class _Released:
     """A count that only grows (rows or words a consumer has released), with the time of each step."""
