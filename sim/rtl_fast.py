@@ -982,16 +982,16 @@ class SeedRun:
     wall_s: float = 0.0
 
 
-def _seed_run(spec: SimSpec, seed: int, frames: np.ndarray, backpressure: float, budget: int) -> SeedRun:
+def _memory_run(spec: SimSpec, mem: E.MemoryModel, frames: np.ndarray, backpressure: float,
+                budget: int) -> SeedRun:
     from dataclasses import replace
 
-    mem = replace(memory_model(spec.memory), seed=seed)
     spec = replace(spec, memory=mem)
     t0 = time.perf_counter()
     sim = spec.make(seed=1)
-    out = SeedRun(seed)
+    out = SeedRun(mem.seed)
     try:
-        r = _run_chunk(sim, spec, seed, frames, backpressure, seed, budget)
+        r = _run_chunk(sim, spec, mem.seed, frames, backpressure, mem.seed, budget)
         out.batch, out.mem, out.layers = r["batch"], r.get("mem"), r.get("layers")
     except SimTimeout as e:
         out.hang, out.hang_layer, out.hang_cycle = str(e), e.layer_name, e.cycle
@@ -1005,33 +1005,44 @@ def _seed_run(spec: SimSpec, seed: int, frames: np.ndarray, backpressure: float,
     return out
 
 
-def run_seeds(spec: SimSpec, frames: np.ndarray, seeds: Sequence[int], *, workers: int | None = None,
-              backpressure: float = 0.0, frame_budget: int = 10_000_000,
-              progress: Callable[[int, int], None] | None = None) -> list[SeedRun]:
-    """All ``frames`` through a fresh simulator per seed of the memory model (``spec.memory`` with its
-    ``seed`` replaced: ``memory_preset(name, seed=s)`` reproduces a run), one seed per task over
-    ``workers`` processes. A hang or a protocol error ends that seed's run and is returned, not raised."""
+def run_memories(spec: SimSpec, frames: np.ndarray, memories: Sequence, *, workers: int | None = None,
+                 backpressure: float = 0.0, frame_budget: int | Sequence[int] = 10_000_000,
+                 progress: Callable[[int, int], None] | None = None) -> list[SeedRun]:
+    """All ``frames`` through a fresh simulator behind each of ``memories`` (presets or MemoryModels; the
+    random gaps and stalls seeded by each model's ``seed``), one memory per task over ``workers``
+    processes, results in the order given. A hang or a protocol error ends that run and is returned,
+    not raised. ``frame_budget``: one for all, or one per memory."""
     frames = np.ascontiguousarray(frames, dtype=np.uint8)
-    seeds = list(seeds)
-    workers = max(1, min(workers or os.cpu_count() or 1, len(seeds)))
+    mems = [memory_model(m) for m in memories]
+    budgets = [int(frame_budget)] * len(mems) if isinstance(frame_budget, (int, np.integer)) else list(frame_budget)
+    workers = max(1, min(workers or os.cpu_count() or 1, len(mems)))
     out: dict[int, SeedRun] = {}
     if workers == 1:
-        for k, sd in enumerate(seeds):
-            out[k] = _seed_run(spec, sd, frames, backpressure, frame_budget)
+        for k, m in enumerate(mems):
+            out[k] = _memory_run(spec, m, frames, backpressure, budgets[k])
             if progress:
-                progress(k + 1, len(seeds))
+                progress(k + 1, len(mems))
     else:
         import multiprocessing as mp
 
         ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
         with ProcessPoolExecutor(workers, mp_context=ctx) as pool:
-            futs = {pool.submit(_seed_run, spec, sd, frames, backpressure, frame_budget): k
-                    for k, sd in enumerate(seeds)}
+            futs = {pool.submit(_memory_run, spec, m, frames, backpressure, budgets[k]): k
+                    for k, m in enumerate(mems)}
             for fu in as_completed(futs):
                 out[futs[fu]] = fu.result()
                 if progress:
-                    progress(len(out), len(seeds))
-    return [out[k] for k in range(len(seeds))]
+                    progress(len(out), len(mems))
+    return [out[k] for k in range(len(mems))]
+
+
+def run_seeds(spec: SimSpec, frames: np.ndarray, seeds: Sequence[int], **kw) -> list[SeedRun]:
+    """:func:`run_memories` over ``spec.memory`` with each of ``seeds`` as its seed
+    (``memory_preset(name, seed=s)`` reproduces a run)."""
+    from dataclasses import replace
+
+    base = memory_model(spec.memory)
+    return run_memories(spec, frames, [replace(base, seed=s) for s in seeds], **kw)
 
 
 def run_export(export_dir, frames: np.ndarray, *, workers: int | None = None, chunk: int | None = None,
