@@ -246,3 +246,32 @@ def test_reset_with_reads_in_flight(keep):
     assert (late > 0) == keep and before["read_bursts"] > before["read_beats"] // 16   # reads were in flight
     assert b.status.tolist() == [0, 0]
     rf.compare_logits(b.logits, rf.golden(ex, frames[1:]))
+
+
+# ---- the cycle model under the presets (no simulation) --------------------------------------------
+def test_model_rates_and_bounds(tmp_path, capsys):
+    """port_rates: pynq-z2 moves 754 of every 780 cycles per port (refresh), 15.39 B/cycle shared
+    (the bucket overflows in refresh); scale_memory keeps the DDR's ns and bytes/s; the bound
+    table of the full ZynqNet (make report, make export) names the DDR-bound layers; an unknown
+    preset is refused naming the presets."""
+    from zynqflow.export import bounds
+    from zynqflow.spec.cycles import port_rates, scale_memory
+
+    r = port_rates(E.memory_preset("pynq-z2"))
+    assert r["read_beats"] == pytest.approx(754 / 780) and r["write_beats"] == pytest.approx(754 / 780)
+    assert r["shared_bytes"] == pytest.approx(15.75 - (15.75 * 26 - 128) / 780)
+    assert port_rates(E.memory_preset("ideal")) == dict(read_beats=1.0, write_beats=1.0, shared_bytes=0.0)
+    assert port_rates(E.memory_preset("pynq-z2", port_bytes_per_cycle=4.0))["read_beats"] == pytest.approx(0.5)
+    m150 = scale_memory("pynq-z2", 150.0)
+    assert (m150.read_latency, m150.write_latency, m150.refresh_interval, m150.refresh_cycles) == (48, 24, 1170, 39)
+    assert m150.shared_bytes_per_cycle == pytest.approx(10.5) and m150.port_bytes_per_cycle == 8.0
+    out = tmp_path / "bounds.json"
+    assert bounds.main(["--net", "zynqnet", "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "pynq-z2 cycles" in text and "ideal cycles" in text
+    rows = {l["name"]: l for l in json.loads(out.read_text())["layers"]}
+    assert {n for n, l in rows.items() if l["bound"]["pynq-z2"] != "compute"} == {"c1", "f2/e1", "f3/e1", "f3/s1"}
+    assert rows["f3/s1"]["bound"]["pynq-z2"] == "ddr read" and rows["f2/e1"]["bound"]["pynq-z2"] == "ddr write"
+    assert all(l["cycles"]["pynq-z2"] >= l["cycles"]["ideal"] for l in rows.values())
+    assert bounds.main(["--net", "zynqnet", "--memory", "ddr9", "--out", str(out)]) == 2
+    assert "unknown memory preset 'ddr9' (known: ideal, pynq-z2, stress)" in capsys.readouterr().err
