@@ -128,11 +128,18 @@ def _bucket_rate(rate: float, depth: float, peak: float, M: E.MemoryModel, share
 def port_rates(memory: E.MemoryModel) -> dict:
     """What each direction of a port moves on average under continuous demand, and the shared budget:
     ``read_beats`` / ``write_beats`` per cycle (the port's bucket through refresh, random gaps and
-    stalls), ``shared_bytes`` per cycle (0: no shared limit) after the CPU's share and refresh."""
+    stalls, and the outstanding limit: ``max_reads`` 16-beat bursts per read round trip),
+    ``shared_bytes`` per cycle (0: no shared limit) after the CPU's share and refresh."""
     M = memory
     beat = float(M.beat_bytes)
     rd = _bucket_rate(M.port_bytes_per_cycle, M.shared_bucket_bytes, beat * (1.0 - M.gap_r), M)
     wr = _bucket_rate(M.port_bytes_per_cycle, M.shared_bucket_bytes, beat * (1.0 - M.gap_w), M)
+    # the outstanding limit: max_reads bursts of AXI_BURST_BEATS per round trip (AR .. last beat),
+    # in the cycles that are not refresh
+    b = E.AXI_BURST_BEATS
+    free = 1.0 - (M.refresh_cycles / M.refresh_interval if M.refresh_interval else 0.0)
+    rd = min(rd, beat * M.max_reads * b / (M.read_latency + b + 1) * free)
+    wr = min(wr, beat * M.max_writes * b / (M.write_latency + b + 1) * free)
     shared = 0.0
     if M.shared_bytes_per_cycle > 0:
         shared = _bucket_rate((1.0 - M.cpu_share) * M.shared_bytes_per_cycle, M.shared_bucket_bytes, 4 * beat, M,
