@@ -253,8 +253,10 @@ def measure(export_dir: Path, frames: int = 0, data: str | None = None, data_dir
     n_good = len(cyc)
     # back to back, consecutive frames' last logits are cycles_last + the restart apart; with one
     # frame per simulator there is no second frame to measure it on: the RTL's restart is added
+    # (to the slowest frame of one simulator, to the median over the seeds)
     period = (float(np.median(res.periods)) if len(res.periods)
-              else float(cyc.max(initial=0) + RTL_TIMING.restart) if n_good else None)
+              else float((np.median(cyc) if by_seed else cyc.max(initial=0)) + RTL_TIMING.restart) if n_good
+              else None)
     e = man["engine"]
     units = e["n_pe"] * e["n_ci"]
     macs = network_macs(man)
