@@ -53,7 +53,7 @@ help:
 	@echo "make dse-train TRIAL=<n> [STUDY=..]  retrain a search trial's design with the full schedule"
 
 setup: $(STAMP)
-$(STAMP): pyproject.toml scripts/setup.sh
+$(STAMP): pyproject.toml setup.cfg scripts/setup.sh
 	@PYTHON=$(PYTHON) VENV=$(VENV) bash scripts/setup.sh
 	@touch $@
 
