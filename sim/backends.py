@@ -9,7 +9,8 @@ from __future__ import annotations
 import json
 import os
 
-from zynqflow.host.accelerator import Backend, _CpuBackend, driver_info
+from zynqflow.host.accelerator import Backend, _CpuBackend
+from zynqflow.host.stats import driver_info
 from zynqflow.host.errors import BackendError
 from zynqflow.host.manifest import Export
 

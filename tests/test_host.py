@@ -22,7 +22,9 @@ from PIL import Image
 from zynqflow.host import (Accelerator, AcceleratorError, AcceleratorTimeout, BackendError, DdrBufferError,
                            EngineMismatch, ExportFilesError, NetworkIdMismatch, PreprocessError, WeightImageError)
 from zynqflow.host import cli
-from zynqflow.host.driver import RegMap, ZqDriver, percentiles
+from zynqflow.host.driver import DriverConfig, ZqDriver
+from zynqflow.host.registers import RegMap
+from zynqflow.host.stats import percentiles
 from zynqflow.host.manifest import REPO, Export
 from zynqflow.spec import engine as E
 from zynqflow.host.preprocess import expand_inputs, to_frame, to_frames
@@ -325,7 +327,8 @@ class FakeClock:
 
 def _driver(ex, mmio, allocate=None, registers=None, **kw):
     ol = FakeOverlay(mmio, registers)
-    return ZqDriver(ol, allocate or FakeAllocator(), ex, clock=FakeClock(), source="bitstream /tmp/fake.bit", **kw), ol
+    return ZqDriver(ol, allocate or FakeAllocator(), ex, DriverConfig.of(source="bitstream /tmp/fake.bit", **kw),
+                    clock=FakeClock()), ol
 
 
 def test_network_id_mismatch_before_any_frame(tiny):
@@ -367,7 +370,7 @@ def test_network_id_mismatch_before_any_frame(tiny):
         send.wait = recv.wait = lambda: None
         if ok:
             assert drv.check_network_id() == ex.network_id and drv.id_probed
-            assert drv.engine == "hls" and drv.engine_from == "engine_info" and drv.rd_optional("cycles_last") is None
+            assert drv.engine == "hls" and drv.engine_from == "engine_info" and drv.regs.read_optional("cycles_last") is None
         else:
             with pytest.raises(NetworkIdMismatch, match="0x0badf00d"):
                 drv.check_network_id()
@@ -530,8 +533,8 @@ def test_engine_build_differs_from_the_manifest(tiny):
     from zynqflow.sim.sim_shim import vitis_hwh_registers
 
     drv, _ = _driver(ex, FakeMMIO(ex, ex.network_id), registers=vitis_hwh_registers(E.offsets("hls")))
-    assert drv.engine == "hls" and drv.engine_from == "the .hwh" and drv.rd_optional("cycles_last") is None
-    assert drv.check_network_id() == ex.network_id and drv.engine == "rtl" and drv.rd_optional("cycles_last") == 1234
+    assert drv.engine == "hls" and drv.engine_from == "the .hwh" and drv.regs.read_optional("cycles_last") is None
+    assert drv.check_network_id() == ex.network_id and drv.engine == "rtl" and drv.regs.read_optional("cycles_last") == 1234
 
 
 # ---- command line ----------------------------------------------------------------------
