@@ -141,7 +141,13 @@ def design_fclk_mhz(ol) -> float | None:
     """FCLK0 of the design as the ``.hwh`` gives it: the Zynq PS's ``PCW_FPGA0_PERIPHERAL_FREQMHZ``
     (``ip_dict``'s processing_system7 parameters; pynq 3.x's ``clock_dict`` holds only ``enable``,
     ``divisor0``, ``divisor1``); a ``frequency`` in ``clock_dict`` (older pynq) otherwise; None."""
-    for d in (getattr(ol, "ip_dict", None) or {}).values():
+    def attr(name):
+        try:                    # pynq's Overlay.__getattr__ raises RuntimeError when another bitstream is loaded
+            return getattr(ol, name, None)
+        except RuntimeError:
+            return None
+
+    for d in (attr("ip_dict") or {}).values():
         if "processing_system7" in str(d.get("type", "")):
             params = d.get("parameters") or {}
             for key in ("PCW_ACT_FPGA0_PERIPHERAL_FREQMHZ", "PCW_FPGA0_PERIPHERAL_FREQMHZ"):
@@ -149,7 +155,7 @@ def design_fclk_mhz(ol) -> float | None:
                     return float(params[key])
                 except (KeyError, TypeError, ValueError):
                     pass
-    freq = ((getattr(ol, "clock_dict", None) or {}).get(0) or {}).get("frequency")
+    freq = ((attr("clock_dict") or {}).get(0) or {}).get("frequency")
     return float(freq) if freq else None
 
 

@@ -187,6 +187,14 @@ class DmaChannels:
         return True
 
     # ---- recovery --------------------------------------------------------------------
+    def start(self) -> None:
+        """Start both channels (pynq's ``start()``: RS, and IOC_IrqEn with an interrupt); pynq builds a
+        DMA driver once per overlay, so after a reset behind its back its channels must be restarted."""
+        for ch, name in ((self.send, "MM2S"), (self.recv, "S2MM")):
+            self.call(ch.start, ch, f"{name} start", -1)
+        if self.error_irqs:
+            self.enable_error_interrupts()
+
     def reset(self) -> None:
         """Soft-reset the AXI DMA (both channels; what was in flight is dropped) and start both
         channels again (pynq has no API for it)."""
@@ -196,7 +204,4 @@ class DmaChannels:
         with self._tm.part("dma"):
             soft_reset(m, off, self.now, self.timeout_s, self.idle_hook, self.source)
             self._in_flight.clear()
-            for ch, name in ((self.send, "MM2S"), (self.recv, "S2MM")):
-                self.call(ch.start, ch, f"{name} start after reset", -1)
-            if self.error_irqs:
-                self.enable_error_interrupts()
+            self.start()

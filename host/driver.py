@@ -233,6 +233,8 @@ class ZqDriver:
         try:
             self.dma = DmaChannels(ip_driver(overlay, self.dma_name, self.source), self.now, self.timeout_s,
                                    self._tm, self.describe, self.source, idle_hook)
+            if self.open_reset:             # reset behind pynq's back: its (cached) channels restart
+                self.dma.start()
             if self.has_interrupts:
                 self.dma.enable_error_interrupts()
             # 3. an engine left busy is drained before anything big is allocated

@@ -513,6 +513,8 @@ class _DmaChannel:
             return
         n = min(len(data), self.length)
         await self.dma.charged(n)                    # the DDR's shared bandwidth budget
+        if self.dma.allocator.lookup(self.addr, n) is None:    # the buffer was freed while posted
+            self.dma.stray_writes.append(dict(address=self.addr, bytes=n, t_ns=get_sim_time("ns")))
         self.dma.allocator.mem.write(self.addr, data[:n])
         if len(data) > self.length:                  # the packet is longer than LENGTH
             self._error(SR_INT_ERR)
@@ -539,6 +541,7 @@ class SimAxiDma:
         # charge(nbytes) -> awaitable: the DDR model's shared bandwidth, one call per packet (None: free)
         self.charge = charge
         self.sigint: set[tuple[str, int]] = set()   # (channel, transfer): Ctrl-C right after its LENGTH write
+        self.stray_writes: list[dict] = []          # S2MM writes into a buffer freed while the transfer was posted
         self.pending_sigint = False
         self.gen_driven = gen_driven
         self.tamper = tamper                 # async (fault) -> None: SimOverlay's, for TAMPER_KINDS
@@ -962,6 +965,11 @@ class SimOverlay:
                 self._dma = SimDMA(self._sim, self.dma_model, self.use_pynq_dma, self._interrupts)
             return self._dma
         raise AttributeError(name)
+
+    def new_process(self) -> None:
+        """Another process opens the loaded bitstream: pynq builds its IP drivers anew (the DMA
+        channels' constructors start them); the hardware keeps its state."""
+        self._dma = None
 
     @property
     def dma(self) -> SimDMA | None:

@@ -141,6 +141,7 @@ async def host_job(dut):
                     continue
                 if op == "reopen":                   # a new process on the loaded bitstream (--no-download)
                     drv.close()
+                    ol.new_process()
                     drv = open_drv()
                     summary["open_log"].append(drv.open_log)
                     summary["steps"].append(dict(op=op, frames=0, error=None, open_reset=drv.open_reset,
@@ -155,9 +156,19 @@ async def host_job(dut):
                     else:
                         st = getattr(drv, op)(frames)
                 except KeyboardInterrupt as e:   # Ctrl-C: the process's `with` closes the driver, and ends
-                    drv.close()
+                    note = None
+                    if sim.get("kill_on_sigint"):
+                        # killed instead (SIGKILL): no close(); the kernel frees its buffers, the DMA and
+                        # the engine stay as they were; the next process opens the loaded bitstream
+                        drv.ddr.free_all()
+                        ol.new_process()
+                        drv = open_drv()
+                        summary["open_log"].append(drv.open_log)
+                    else:
+                        drv.close()
+                        note = drv.close_note
                     summary["steps"].append(dict(op=op, frames=len(frames), error=dict(
-                        type="KeyboardInterrupt", message=str(e), attrs={}), close_note=drv.close_note))
+                        type="KeyboardInterrupt", message=str(e), attrs={}), close_note=note))
                     no_result(i)
                     continue
                 except HostError as e:
@@ -210,7 +221,7 @@ async def host_job(dut):
             dma_errors_ns=dict(mm2s=m.mm2s.t_error_ns, s2mm=m.s2mm.t_error_ns),
             extra_output_frames=ol.sink.count(), source_idle=bool(ol.source.idle()),
             mm2s_transfers=m.mm2s.transfers, s2mm_transfers=m.s2mm.transfers,
-            dma=dict(channel_class=dma.channel_class if dma else None, resets=m.resets,
+            dma=dict(channel_class=dma.channel_class if dma else None, resets=m.resets, stray_writes=m.stray_writes,
                      mm2s_errors=m.mm2s.errors, s2mm_errors=m.s2mm.errors,
                      ignored_writes=m.mm2s.ignored_writes + m.s2mm.ignored_writes),
             interrupts=irqs, mmio_reads=ol.mmio.reads, mmio_writes=ol.mmio.writes, tampered=ol.tampered,
