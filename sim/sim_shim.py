@@ -119,24 +119,16 @@ from cocotbext.axi.sparse_memory import SparseMemory
 
 from zynqflow.spec import engine as E
 
+from .pg021 import (ADDR, ADDR_MSB, CR_IOC_IRQ_EN, CR_RS, DMA_MAX_LENGTH, DMACR, DMASR,  # noqa: F401
+                    FAULT_KINDS, LENGTH, S2MM_BASE, SR_DEC_ERR, SR_ERRORS, SR_HALTED, SR_IDLE, SR_INT_ERR,
+                    SR_IOC_IRQ, SR_SLV_ERR, Pg021Channel, Pg021Dma)
+
 ACCEL_TYPE = "zynqflow.org:hls:zq_top:1.0"
 DMA_TYPE = "xilinx.com:ip:axi_dma:7.1"
 INTC_TYPE = "xilinx.com:ip:axi_intc:4.1"
 PS7_TYPE = "xilinx.com:ip:processing_system7:5.5"
-DMA_MAX_LENGTH = (1 << 23) - 1      # c_sg_length_width 23 (board/pynq_z2.tcl)
 REG_CYCLES = 2                      # clock cycles of a DMA register access (GP0 round trip, roughly)
 IRQ_WAIT_CYCLES = 20000             # a SimInterrupt.wait() gives up after this many cycles (board: 1 s)
-
-# PG021 direct register mode: offsets within a channel (MM2S at 0x00, S2MM at 0x30)
-DMACR, DMASR, ADDR, ADDR_MSB, LENGTH = 0x00, 0x04, 0x18, 0x1C, 0x28
-S2MM_BASE = 0x30
-CR_RS, CR_RESET, CR_IOC_IRQ_EN, CR_ERR_IRQ_EN = 0x1, 0x4, 0x1000, 0x4000
-SR_HALTED, SR_IDLE, SR_INT_ERR, SR_SLV_ERR, SR_DEC_ERR = 0x1, 0x2, 0x10, 0x20, 0x40
-SR_IOC_IRQ, SR_DLY_IRQ, SR_ERR_IRQ = 0x1000, 0x2000, 0x4000
-SR_ERRORS = SR_INT_ERR | SR_SLV_ERR | SR_DEC_ERR
-CR_RESET_VALUE, SR_RESET_VALUE = 0x0001_0000, 0x0001_0001     # IRQThreshold 1; halted
-FAULT_KINDS = {"internal": SR_INT_ERR, "slave": SR_SLV_ERR, "decode": SR_DEC_ERR, "stall": 0}
-TAMPER_KINDS = ("wts_addr", "weight_header")     # S2MM only: the engine's registers / DDR between frames
 ALLOC_BASE = 0x1600_0000            # where SimAllocator places buffers (inside the engine's 512 MiB window)
 
 # how Vitis HLS names the block-level registers of an s_axilite bundle in the .hwh
@@ -339,98 +331,30 @@ class SimInterrupt:
 
 
 # ---- the AXI DMA ---------------------------------------------------------------------
-class _DmaChannel:
-    """One channel of :class:`SimAxiDma`: its registers and its data mover (in the simulation)."""
+class _DmaChannel(Pg021Channel):
+    """One channel of :class:`SimAxiDma`: PG021's registers and a data mover in the simulation."""
 
     def __init__(self, dma: "SimAxiDma", name: str, port):
-        self.dma, self.name, self.port = dma, name, port
-        self.tx = name == "mm2s"
-        self.transfers = 0         # transfers started (LENGTH writes while running)
-        self.errors = 0            # transfers ended by an error
-        self.ignored_writes = 0    # LENGTH written while halted or busy (a driver bug on a board)
-        self.t_error_ns = None     # simulated time of the last error
+        self.port = port
         self.posted = False        # S2MM: a transfer is waiting for data (TREADY allowed)
         self.changed = Event()     # completion, error or reset: wakes pollers
         self.irq_event = Event()   # the interrupt line went high
         self.task = None
-        self.reset_registers()
-
-    def reset_registers(self):
-        self.cr, self.sr, self.addr, self.length, self.busy = CR_RESET_VALUE, SR_RESET_VALUE, 0, 0, False
-
-    @property
-    def irq(self) -> bool:
-        """The channel's interrupt output (mm2s_introut / s2mm_introut): IOC_Irq with IOC_IrqEn,
-        Err_Irq with Err_IrqEn (PG021; pynq's start() enables only IOC_IrqEn)."""
-        return bool((self.sr & SR_IOC_IRQ and self.cr & CR_IOC_IRQ_EN) or
-                    (self.sr & SR_ERR_IRQ and self.cr & CR_ERR_IRQ_EN))
+        super().__init__(dma, name)
 
     def irq_edge(self):
         """A trigger for the next rise of the interrupt line."""
         self.irq_event.clear()
         return self.irq_event.wait()
 
-    def _irq_update(self):
+    def _changed(self):
+        self.changed.set()
         if self.irq:
             self.irq_event.set()
 
-    def read(self, off: int) -> int:
-        if off == DMACR:
-            return self.cr | (CR_RESET if self.dma.resetting else 0)
-        return {DMASR: self.sr, ADDR: self.addr & 0xFFFFFFFF, ADDR_MSB: self.addr >> 32,
-                LENGTH: self.length}.get(off, 0)
-
-    def write(self, off: int, v: int) -> None:
-        if off == DMACR:
-            if v & CR_RESET:
-                self.dma.soft_reset()
-                return
-            self.cr = v & ~CR_RESET
-            self._irq_update()
-            if v & CR_RS:
-                if not self.sr & SR_ERRORS:          # errors are cleared by a reset only
-                    self.sr &= ~SR_HALTED
-            elif not self.busy:
-                self.sr |= SR_HALTED
-        elif off == DMASR:
-            self.sr &= ~(v & (SR_IOC_IRQ | SR_DLY_IRQ | SR_ERR_IRQ))       # write 1 to clear
-        elif off == ADDR:
-            self.addr = (self.addr & ~0xFFFFFFFF) | v
-        elif off == ADDR_MSB:
-            self.addr = (self.addr & 0xFFFFFFFF) | (v << 32)
-        elif off == LENGTH:
-            if self.sr & SR_HALTED or self.dma.resetting or self.busy:
-                self.ignored_writes += 1
-                return
-            self.length = v & DMA_MAX_LENGTH
-            self._start()
-
-    def _start(self):
-        fault = self.dma.faults.get((self.name, self.transfers))
-        if (self.name, self.transfers) in self.dma.sigint:
-            self.dma.pending_sigint = True
-        self.transfers += 1
-        self.busy = True
-        self.sr &= ~SR_IDLE
+    def _launch(self, fault):
         self.changed.clear()
         self.task = cocotb.start_soon(self._mm2s(fault) if self.tx else self._s2mm(fault))
-
-    def _complete(self, nbytes: int):
-        if not self.tx:
-            self.length = nbytes                     # S2MM LENGTH reads back the bytes received
-        self.busy = False
-        self.sr |= SR_IDLE | SR_IOC_IRQ
-        self.changed.set()
-        self._irq_update()
-
-    def _error(self, bits: int):
-        self.errors += 1
-        self.busy = False
-        self.cr &= ~CR_RS
-        self.sr = (self.sr | bits | SR_ERR_IRQ | SR_HALTED) & ~SR_IDLE
-        self.t_error_ns = get_sim_time("ns")
-        self.changed.set()
-        self._irq_update()
 
     async def _beats(self, n: int):
         """Until ``n`` beats of the MM2S stream have been accepted by the engine."""
@@ -513,8 +437,7 @@ class _DmaChannel:
             return
         n = min(len(data), self.length)
         await self.dma.charged(n)                    # the DDR's shared bandwidth budget
-        if self.dma.allocator.lookup(self.addr, n) is None:    # the buffer was freed while posted
-            self.dma.stray_writes.append(dict(address=self.addr, bytes=n, t_ns=get_sim_time("ns")))
+        self.dma.written(self, n)                    # into a buffer freed while posted: recorded
         self.dma.allocator.mem.write(self.addr, data[:n])
         if len(data) > self.length:                  # the packet is longer than LENGTH
             self._error(SR_INT_ERR)
@@ -524,44 +447,33 @@ class _DmaChannel:
         self._complete(n)
 
 
-class SimAxiDma:
-    """The AXI DMA (PG021, direct register mode) as a register file with two data movers.
-    ``read``/``write`` run in the simulation (``SimDmaMMIO`` calls them from the driver)."""
+class SimAxiDma(Pg021Dma):
+    """The AXI DMA (PG021, direct register mode: :class:`zynqflow.sim.pg021.Pg021Dma`) with two data
+    movers on the RTL's streams. ``read``/``write`` run in the simulation (``SimDmaMMIO`` calls them
+    from the driver)."""
 
     def __init__(self, sim: _Sim, source: AxiStreamSource, sink: AxiStreamSink, allocator: SimAllocator,
                  in_valid, in_ready, faults=(), poll_cycles: int = 256, reset_cycles: int = 16,
                  gen_driven: bool = False, tamper=None, out_valid=None, out_ready=None,
                  busy_reset_cycles: int = 600, charge=None):
-        self.sim, self.source, self.sink, self.allocator = sim, source, sink, allocator
+        super().__init__(allocator, faults)
+        self.sim, self.source, self.sink = sim, source, sink
         self.in_valid, self.in_ready = in_valid, in_ready
         self.out_valid, self.out_ready = out_valid, out_ready
         # PG021: a soft reset ends gracefully, finishing what the data movers have in flight: it
         # takes reset_cycles, plus busy_reset_cycles when a channel was mid-transfer
         self.poll_cycles, self.reset_cycles, self.busy_reset_cycles = poll_cycles, reset_cycles, busy_reset_cycles
-        # charge(nbytes) -> awaitable: the DDR model's shared bandwidth, one call per packet (None: free)
+        # charge(nbytes): the DDR model's shared bandwidth budget (sync or awaitable), one call per packet
         self.charge = charge
-        self.sigint: set[tuple[str, int]] = set()   # (channel, transfer): Ctrl-C right after its LENGTH write
-        self.stray_writes: list[dict] = []          # S2MM writes into a buffer freed while the transfer was posted
-        self.pending_sigint = False
         self.gen_driven = gen_driven
         self.tamper = tamper                 # async (fault) -> None: SimOverlay's, for TAMPER_KINDS
-        self.faults = {}
-        for f in faults or ():
-            kind, ch = f.get("kind"), f.get("channel")
-            if kind == "sigint" and ch in ("mm2s", "s2mm"):
-                self.sigint.add((ch, int(f["transfer"])))
-                continue
-            ok = (kind in FAULT_KINDS and ch in ("mm2s", "s2mm")) or (kind in TAMPER_KINDS and ch == "s2mm")
-            if not ok:
-                raise ValueError(f"DMA fault {f}: channel mm2s|s2mm, kind {'|'.join(FAULT_KINDS)}; or channel "
-                                 f"s2mm, kind {'|'.join(TAMPER_KINDS)}")
-            self.faults[(ch, int(f["transfer"]))] = dict(f)
         if self.faults and gen_driven:
             raise ValueError("DMA faults and backpressure do not combine (both drive the stream pause)")
         self.mm2s = _DmaChannel(self, "mm2s", source)
         self.s2mm = _DmaChannel(self, "s2mm", sink)
-        self.resetting = False
-        self.resets = 0
+
+    def now_ns(self) -> float:
+        return get_sim_time("ns")
 
     async def charged(self, nbytes: int) -> None:
         """One DMA packet's bytes on the DDR's shared bandwidth budget (``charge``, sync or async)."""
@@ -569,9 +481,6 @@ class SimAxiDma:
             r = self.charge(nbytes)
             if inspect.isawaitable(r):
                 await r
-
-    def _channel(self, offset: int):
-        return (self.mm2s, offset) if offset < S2MM_BASE else (self.s2mm, offset - S2MM_BASE)
 
     async def read(self, offset: int) -> int:
         ch, off = self._channel(offset)
@@ -626,13 +535,6 @@ class SimAxiDma:
             ch.changed.set()
         if not self.gen_driven:
             self.sink.pause = True
-
-    def set_error_state(self, channel: str = "s2mm", bits: int = SR_SLV_ERR):
-        """Leave a channel halted with an error, as a process that died after a DMA error
-        leaves the board when the next one does not reload the bitstream."""
-        ch = getattr(self, channel)
-        ch.cr &= ~CR_RS
-        ch.sr = (ch.sr | bits | SR_ERR_IRQ | SR_HALTED) & ~SR_IDLE
 
 
 class SimDmaMMIO:

@@ -5,7 +5,6 @@ out again), the CLI before the PL, and ``zynqflow doctor``."""
 
 from __future__ import annotations
 
-import json
 import sys
 import types
 

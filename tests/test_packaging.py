@@ -8,7 +8,6 @@ import glob
 import os
 import shutil
 import subprocess
-import sys
 import tomllib
 import warnings
 from pathlib import Path
