@@ -32,7 +32,7 @@ import os
 import time
 from pathlib import Path
 
-from .errors import BackendError, ClockError
+from .errors import AcceleratorError, BackendError, ClockError
 from .manifest import Export
 
 
@@ -47,6 +47,40 @@ def on_board() -> bool:
     except Exception:  # noqa: BLE001
         return False
     return True
+
+
+# ---- the overlay's IPs -----------------------------------------------------------------
+def find_ips(overlay, accel: str | None = None, dma: str | None = None) -> tuple[str, str]:
+    """Names of the engine and of the AXI DMA in ``overlay.ip_dict``."""
+    ips = getattr(overlay, "ip_dict", {}) or {}
+
+    def pick(explicit, key, what):
+        if explicit:
+            if explicit not in ips:
+                raise AcceleratorError(f"no IP '{explicit}' in the overlay (IPs: {', '.join(sorted(ips)) or 'none'})")
+            return explicit
+        hits = [n for n, d in ips.items() if f":{key}:" in str(d.get("type", "")) or n.split("/")[-1].startswith(key)]
+        if len(hits) != 1:
+            found = "none" if not hits else ", ".join(hits)
+            raise AcceleratorError(f"expected one {what} ({key}) in the overlay, found {found} "
+                                   f"(IPs: {', '.join(sorted(ips)) or 'none'}); name it explicitly")
+        return hits[0]
+
+    return pick(accel, "zq_top", "accelerator"), pick(dma, "axi_dma", "AXI DMA")
+
+
+def ip_driver(overlay, name: str, source: str):
+    """``getattr(overlay, name)`` (``a/b`` for hierarchies): pynq builds the IP's driver. pynq's
+    ``RuntimeError("Overlay not currently loaded")`` (another bitstream in the PL, e.g. after
+    ``--no-download``) becomes a :class:`BackendError` that says so."""
+    obj = overlay
+    try:
+        for part in name.split("/"):
+            obj = getattr(obj, part)
+    except RuntimeError as e:
+        raise BackendError(f"{source}: pynq cannot reach {name} ({e}): the PL holds another bitstream (the base "
+                           "overlay after a reboot?). Load this one: drop --no-download (download=True)") from e
+    return obj
 
 
 # ---- the PL clock -----------------------------------------------------------------

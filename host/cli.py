@@ -438,8 +438,10 @@ def cmd_doctor(a) -> int:
 
 def cmd_import(a) -> int:
     """``zynqflow import ...``: the QONNX importer, an extra (the board CLI stays torch- and onnx-free)."""
+    import importlib
+
     try:
-        from zynqflow.export.qonnx_import import main as import_main
+        import_main = importlib.import_module("zynqflow.export.qonnx_import").main
     except ImportError as e:
         raise BackendError(f"zynqflow import needs the import extra ({e}): pip install 'zynqflow[import]' "
                            "(in a checkout: make setup)") from e

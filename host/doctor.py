@@ -238,12 +238,10 @@ def main(a, export_of, backend_opts) -> int:
                            f"not {name}")
     print(f"zynqflow doctor: {export.network} (0x{export.network_id:08x}) from {export.dir}, on {name}",
           file=sys.stderr)
-    if name == "rtl":
-        from zynqflow.sim.rtl_host import run_job
+    if name == "rtl":             # the rtl backend (an installed extra) runs the checks in its simulation
+        from .accelerator import make_backend
 
-        opts = backend_opts(a, "rtl")
-        res = run_job(export, [("doctor", None)], timeout_s=opts.get("timeout_s"))
-        checks = [Check(**c) for c in res["doctor"]]
+        checks = [Check(**c) for c in make_backend("rtl", export, **backend_opts(a, "rtl")).doctor()]
     else:
         from .board import load_overlay
 

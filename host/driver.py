@@ -10,6 +10,9 @@
 ``stats.py``              statistics: cycles, DRAM bytes, host time, throughput, timing labels
 ========================  =========================================================================
 
+and is told what to do by one :class:`~zynqflow.host.config.DriverConfig` (``config.py``); the
+PYNQ objects (overlay, ``allocate``, clocks) come from ``board.py`` (or a simulation).
+
 It only uses the PYNQ API: ``overlay.ip_dict`` and ``getattr(overlay, name)`` to find the engine
 (type ``...:zq_top:...``) and the AXI DMA, ``ip.mmio.read/write``, pynq's DMA channels,
 ``allocate(shape, dtype)`` buffers (``physical_address``, ``flush()``, ``invalidate()``,
@@ -54,98 +57,24 @@ transfer may still be posted, before it frees any buffer.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
 from zynqflow.spec import engine as E
 
+from .board import find_ips, ip_driver
+from .config import DEFAULT_RETRIES, DRAIN_ROUNDS, TIMEOUT_FRAMES, DriverConfig  # noqa: F401 - DEFAULT_RETRIES re-exported
 from .ddr import DdrBuffers
 from .dma import DmaChannels, reset_left_over
-from .errors import (AcceleratorError, AcceleratorTimeout, BackendError, DmaError, EngineMismatch,
-                     EngineStatusError, HostError, NetworkIdMismatch)
+from .errors import (AcceleratorError, AcceleratorTimeout, DmaError, EngineMismatch, EngineStatusError, HostError,
+                     NetworkIdMismatch)
 from .manifest import Export
 from .registers import ISR_AP_DONE, RegisterFile, RegMap, check_register_offsets, decode_status, engine_from_hwh
 from .stats import FrameResults, HostTime, RunStats
 
 ERROR_LOGIT = E.ERROR_LOGIT   # an error frame is N_CLASSES beats of this value
-DEFAULT_FCLK_HZ = 100e6       # FCLK0 of the board design (board/pynq_z2.tcl); the board reads the real one
-TIMEOUT_FRAMES = 50           # default timeout: this many estimated frame times ...
-MIN_TIMEOUT_S = 0.5           # ... but at least this much on the board (Linux scheduling)
-DEFAULT_RETRIES = 2           # recoveries (and re-sends) per classify/stream call
-DRAIN_ROUNDS = 4              # recovery: output frames taken / one-beat frames sent, at most
 # a status flag that says the engine's DDR is not what the driver put there: reload and rewrite
 MEMORY_FLAGS = ("axi_read_error", "axi_write_error", "address_range", "weight_image")
-
-
-@dataclass(frozen=True)
-class DriverConfig:
-    """What a driver may be told; everything else it finds out (from the overlay and the manifest).
-
-    ``engine``: ``"rtl"`` / ``"hls"`` fixes the register map (default: the ``.hwh``'s, confirmed by
-    ``engine_info``). ``timeout_s``: a wait's deadline (default ``TIMEOUT_FRAMES`` frame times, at
-    least ``min_timeout_s``). ``fclk_hz``: the PL clock (timeouts, figures). ``retries``: recoveries
-    per call; ``recover=False`` leaves the DMA as an error left it (to inspect it). ``check_registers``:
-    compare the offsets with the ``.hwh``. ``accel`` / ``dma``: IP names (default: found by type).
-    ``simulated``: the clock is simulated time (it holds no host time). ``source``: what holds the
-    engine, for messages (``"bitstream /home/xilinx/..."``)."""
-
-    engine: str | None = None
-    timeout_s: float | None = None
-    min_timeout_s: float = MIN_TIMEOUT_S
-    fclk_hz: float = DEFAULT_FCLK_HZ
-    retries: int = DEFAULT_RETRIES
-    recover: bool = True
-    check_registers: bool = True
-    accel: str | None = None
-    dma: str | None = None
-    simulated: bool = False
-    source: str = ""
-
-    @classmethod
-    def of(cls, **options) -> "DriverConfig":
-        """A config from keyword options; None means the default."""
-        names = {f.name for f in fields(cls)}
-        bad = sorted(set(options) - names)
-        if bad:
-            raise TypeError(f"unknown driver option(s) {', '.join(bad)}: {', '.join(sorted(names))}")
-        return cls(**{k: v for k, v in options.items() if v is not None})
-
-    def but(self, **changes) -> "DriverConfig":
-        return replace(self, **{k: v for k, v in changes.items() if v is not None})
-
-
-def find_ips(overlay, accel: str | None = None, dma: str | None = None) -> tuple[str, str]:
-    """Names of the engine and of the AXI DMA in ``overlay.ip_dict``."""
-    ips = getattr(overlay, "ip_dict", {}) or {}
-
-    def pick(explicit, key, what):
-        if explicit:
-            if explicit not in ips:
-                raise AcceleratorError(f"no IP '{explicit}' in the overlay (IPs: {', '.join(sorted(ips)) or 'none'})")
-            return explicit
-        hits = [n for n, d in ips.items() if f":{key}:" in str(d.get("type", "")) or n.split("/")[-1].startswith(key)]
-        if len(hits) != 1:
-            found = "none" if not hits else ", ".join(hits)
-            raise AcceleratorError(f"expected one {what} ({key}) in the overlay, found {found} "
-                                   f"(IPs: {', '.join(sorted(ips)) or 'none'}); name it explicitly")
-        return hits[0]
-
-    return pick(accel, "zq_top", "accelerator"), pick(dma, "axi_dma", "AXI DMA")
-
-
-def ip_driver(overlay, name: str, source: str):
-    """``getattr(overlay, name)`` (``a/b`` for hierarchies): pynq builds the IP's driver. pynq's
-    ``RuntimeError("Overlay not currently loaded")`` (another bitstream in the PL, e.g. after
-    ``--no-download``) becomes a :class:`BackendError` that says so."""
-    obj = overlay
-    try:
-        for part in name.split("/"):
-            obj = getattr(obj, part)
-    except RuntimeError as e:
-        raise BackendError(f"{source}: pynq cannot reach {name} ({e}): the PL holds another bitstream (the base "
-                           "overlay after a reboot?). Load this one: drop --no-download (download=True)") from e
-    return obj
 
 
 def run_sync(coro):

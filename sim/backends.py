@@ -95,6 +95,14 @@ class RtlBackend(Backend):
         s, info = self._job("classify", frames)
         return s["logits"], info
 
+    def doctor(self) -> list[dict]:
+        """``zynqflow doctor``'s checks (:mod:`zynqflow.host.doctor`) against the simulated design."""
+        from .rtl_host import run_job
+
+        res = run_job(self.export, [("doctor", None)], **self.opts)
+        self.last = res
+        return res["doctor"]
+
     def stream(self, frames):
         s, info = self._job("stream", frames)
         return s["logits"], s["t_done"] - s["t_send"], s["sim_seconds"], info
