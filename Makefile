@@ -28,7 +28,7 @@ FRAMES  ?= 256
 DATA_ARG := $(if $(DATA_DIR),--data-dir $(DATA_DIR),)
 
 .PHONY: help setup demo test test-fast train export csim report bench hls rtl-sim rtl-bench synth-estimate \
-        bitstream deploy clean
+        bitstream deploy clean notebook
 
 help:
 	@echo "make demo            short training, fixed-point evaluation, report, export, C-sim, RTL twin,"
@@ -48,6 +48,7 @@ help:
 	@echo "make synth-estimate  Yosys synth_xilinx estimate -> build/<net>/resources.json"
 	@echo "make bitstream       Vivado PYNQ-Z2 block design -> bitstreams/<net>_pynq-z2.bit/.hwh"
 	@echo "make deploy BOARD=<host>  copy bitstream, hwh, manifest, host package to a PYNQ board"
+	@echo "make notebook        run notebooks/zynqflow_pynq_z2.ipynb against the RTL simulation, save its outputs"
 	@echo "make dse [DATA=.. PART=xc7z020|xczu7ev TRIALS=32 WORKERS=2 STUDY=..]  co-design search (accuracy x fps"
 	@echo "                     x resources, hardware in the loop) -> build/dse/<study>/pareto.json, pareto.png"
 	@echo "make dse-train TRIAL=<n> [STUDY=..]  retrain a search trial's design with the full schedule"
@@ -120,6 +121,10 @@ synth-estimate: export
 
 bitstream:
 	bash board/bitstream.sh $(NET)
+
+# the board notebook run against the RTL simulation, saved with its outputs (labelled as simulation)
+notebook: $(STAMP)
+	$(PY) -m zynqflow.sim.notebook_run
 
 BOARD ?=
 deploy:
