@@ -212,6 +212,7 @@ class HlsDevice:
         nbytes = 4 * len(self.out_words)
         if f and f["kind"] in FAULT_KINDS and f.get("beats"):      # halted mid-packet: the rest stays
             b = int(f["beats"])
+            self.dma.mid_packet.append(b)
             self.out_words = self.out_words[b:]
             self.t += b
             ch._error(FAULT_KINDS[f["kind"]])

@@ -128,6 +128,7 @@ class Pg021Dma:
         self.sigint: set[tuple[str, int]] = set()   # (channel, transfer): Ctrl-C right after its LENGTH write
         self.pending_sigint = False
         self.stray_writes: list[dict] = []          # S2MM writes into a buffer freed while the transfer was posted
+        self.mid_packet: list[int] = []             # S2MM errors that halted the channel mid-packet: beats taken
         self.faults: dict = {}
         for f in faults or ():
             kind, ch = f.get("kind"), f.get("channel")

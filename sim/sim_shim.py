@@ -422,6 +422,7 @@ class _DmaChannel(Pg021Channel):
             await self._out_beats(beats)
             sink.pause = True
             self.posted = False
+            self.dma.mid_packet.append(beats)
             self._error(FAULT_KINDS[fault["kind"]])
             return
         self.posted = True

@@ -222,6 +222,7 @@ async def host_job(dut):
             extra_output_frames=ol.sink.count(), source_idle=bool(ol.source.idle()),
             mm2s_transfers=m.mm2s.transfers, s2mm_transfers=m.s2mm.transfers,
             dma=dict(channel_class=dma.channel_class if dma else None, resets=m.resets, stray_writes=m.stray_writes,
+                     mid_packet=m.mid_packet,
                      mm2s_errors=m.mm2s.errors, s2mm_errors=m.s2mm.errors,
                      ignored_writes=m.mm2s.ignored_writes + m.s2mm.ignored_writes),
             interrupts=irqs, mmio_reads=ol.mmio.reads, mmio_writes=ol.mmio.writes, tampered=ol.tampered,

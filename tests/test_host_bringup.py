@@ -261,6 +261,9 @@ def test_s2mm_error_mid_packet_and_a_slow_reset(tiny, tiny_frames):
     rec = s1["recoveries"][0]
     assert rec["frame"] == 4 and rec["dmasr_s2mm"] & 0x21 == 0x21 and rec["drained"] >= 1
     assert res["dma"]["resets"] == 1 and res["dma"]["s2mm_errors"] == 1
+    assert res["dma"]["mid_packet"] == [3]                       # halted with 3 of the frame's beats taken
+    # the driver waited for the reset: frame 4 went out again only after the 2000 cycles it took
+    assert (s1["t_send"][4] - rec["t"]) * 1e8 >= 2000
 
 
 # ---- zynqflow doctor -----------------------------------------------------------------------------
