@@ -46,7 +46,8 @@ help:
 	@echo "make rtl-bench [FRAMES=N BACKPRESSURE=1]  the test set through the RTL twin (free-running Verilator,"
 	@echo "                     one simulator per core), bit-exact vs golden -> build/<net>/rtl_bench.json"
 	@echo "make synth-estimate  Yosys synth_xilinx estimate -> build/<net>/resources.json"
-	@echo "make bitstream       Vivado PYNQ-Z2 block design -> bitstreams/<net>_pynq-z2.bit/.hwh"
+	@echo "make bitstream [ENGINE=rtl|hls]  Vivado PYNQ-Z2 block design with the RTL twin (default) or the"
+	@echo "                     HLS engine -> bitstreams/<net>_pynq-z2.bit/.hwh"
 	@echo "make deploy BOARD=<host>  copy bitstream, hwh, manifest, host package to a PYNQ board"
 	@echo "make notebook        run notebooks/zynqflow_pynq_z2.ipynb against the RTL simulation, save its outputs"
 	@echo "make dse [DATA=.. PART=xc7z020|xczu7ev TRIALS=32 WORKERS=2 STUDY=..]  co-design search (accuracy x fps"
@@ -119,8 +120,11 @@ rtl-bench: export
 synth-estimate: export
 	$(PY) -m zynqflow.bench.synth_estimate $(EXPORT)
 
+# ENGINE=rtl (default: the RTL twin, packaged as a Vivado IP; needs Vivado only) or hls (the
+# Vitis HLS IP from make hls); board/README.md says why rtl is the default
+ENGINE  ?= rtl
 bitstream:
-	bash board/bitstream.sh $(NET)
+	ENGINE=$(ENGINE) bash board/bitstream.sh $(NET)
 
 # the board notebook run against the RTL simulation, saved with its outputs (labelled as simulation)
 notebook: $(STAMP)
