@@ -128,7 +128,7 @@ bitstream:
 
 # the board notebook run against the RTL simulation, saved with its outputs (labelled as simulation)
 notebook: $(STAMP)
-	$(PY) -m zynqflow.sim.notebook_run
+	$(PY) -m zynqflow.bench.notebook
 
 BOARD ?=
 deploy:

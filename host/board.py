@@ -204,12 +204,15 @@ def loaded_bitstream() -> str | None:
     return str(name) if name else None
 
 
-def load_overlay(bit_path, download: bool = True):
+def load_overlay(bit_path, download: bool = True, progress: bool = False):
     """``pynq.Overlay(bit)`` with the failures named. With ``download=False`` the PL must already
     hold this bitstream (after a reboot it holds the base overlay): said so, not pynq's
     ``RuntimeError("Overlay not currently loaded")`` at the first register access."""
+    from .progress import step
+
     try:
-        import pynq
+        with step("importing pynq", progress):
+            import pynq
     except Exception as e:  # noqa: BLE001
         raise BackendError(f"the pynq backend needs the pynq package on a PYNQ board ({e})") from e
     if not on_board():
@@ -221,7 +224,9 @@ def load_overlay(bit_path, download: bool = True):
             raise BackendError(f"--no-download: the PL holds {held}, not {bit_path}: load it (drop --no-download, "
                                "or download=True); nothing was written")
     try:
-        return pynq.Overlay(str(bit_path), download=download)
+        with step(f"{'loading' if download else 'opening the loaded'} bitstream {Path(bit_path).name} and "
+                  "parsing its .hwh (pynq.Overlay)", progress):
+            return pynq.Overlay(str(bit_path), download=download)
     except Exception as e:  # noqa: BLE001
         raise BackendError(f"pynq.Overlay({bit_path}) failed: {type(e).__name__}: {e}") from e
 
@@ -258,18 +263,21 @@ def driver_on_overlay(ol, export: Export, bit_path, timeout_s: float | None = No
 
 
 def open_board(export: Export, bit=None, timeout_s: float | None = None, download: bool = True,
-               fclk_mhz: float | None = None, **driver_kw):
+               fclk_mhz: float | None = None, progress: bool = False, **driver_kw):
     """Program the bitstream (unless ``download=False``) and return a :class:`ZqDriver` on it.
     ``weights.bin`` is checked against the manifest first: a wrong one fails before the board
     is touched."""
     bit_path, _ = export.find_bitstream(bit)
     export.weight_image()
-    ol = load_overlay(bit_path, download)
-    return driver_on_overlay(ol, export, bit_path, timeout_s, fclk_mhz, **driver_kw)
+    from .progress import step
+
+    ol = load_overlay(bit_path, download, progress)
+    with step("opening the accelerator: registers checked, the weight image into DDR", progress):
+        return driver_on_overlay(ol, export, bit_path, timeout_s, fclk_mhz, **driver_kw)
 
 
 def open_on_overlay(export: Export, overlay, bit=None, timeout_s: float | None = None,
-                    fclk_mhz: float | None = None, download: bool = True, **driver_kw):
+                    fclk_mhz: float | None = None, download: bool = True, progress: bool = False, **driver_kw):
     """:func:`driver_on_overlay` for an overlay already loaded (``ZqOverlay``, a ``pynq.Overlay``)."""
     name = getattr(overlay, "bitfile_name", None) or bit or "overlay"
     return driver_on_overlay(overlay, export, name, timeout_s, fclk_mhz, **driver_kw)

@@ -39,9 +39,7 @@ import json
 import math
 import os
 import sys
-import time
 import traceback
-from contextlib import contextmanager
 
 import numpy as np
 
@@ -50,6 +48,7 @@ from .errors import PreprocessError
 from .errors import AcceleratorError, BackendError, EngineMismatch, ExportFilesError, HostError, NetworkIdMismatch
 from .manifest import BACKEND_FILES, Export, default_export, xrt_hint
 from .preprocess import expand_inputs, frames_for, recipe_for
+from .progress import bar, step
 from zynqflow.spec.recipes import RECIPES
 
 
@@ -97,28 +96,6 @@ def probability(text: str) -> float:
     if not 0 <= v < 1:
         raise argparse.ArgumentTypeError(f"must be a probability in [0, 1), got {text}")
     return v
-
-
-# ---- progress on stderr: every step that takes more than a second on the board's A9 ----------------
-@contextmanager
-def step(text: str):
-    """``zynqflow: <text> ...`` and, when it ends, how long it took."""
-    t = time.perf_counter()
-    print(f"zynqflow: {text} ...", file=sys.stderr, flush=True)
-    yield
-    print(f"zynqflow: {text}: done ({time.perf_counter() - t:.1f} s)", file=sys.stderr, flush=True)
-
-
-def bar(i: int, n: int, text: str) -> None:
-    """A one-line bar, redrawn in place on a terminal, a line every 10 % otherwise."""
-    if n < 2:
-        return
-    tty = sys.stderr.isatty()
-    if not tty and i not in (1, n) and i % max(1, n // 10):
-        return
-    filled = 30 * i // n
-    line = f"zynqflow: {text} [{'#' * filled}{'.' * (30 - filled)}] {i}/{n}"
-    print(("\r" + line) if tty else line, end="\n" if (i == n or not tty) else "", file=sys.stderr, flush=True)
 
 
 def load_frames(export: Export, files, invert: bool, recipe: str) -> np.ndarray:
@@ -170,7 +147,7 @@ def _images(p: argparse.ArgumentParser) -> None:
 def _backend_opts(a, name: str) -> dict:
     driver = {k: v for k, v in dict(fclk_mhz=a.fclk_mhz, retries=a.retries).items() if v is not None}
     if name == "pynq":
-        return dict(bit=a.bit, timeout_s=a.timeout, download=not a.no_download, **driver)
+        return dict(bit=a.bit, timeout_s=a.timeout, download=not a.no_download, progress=True, **driver)
     if name == "rtl":
         return dict(timeout_s=a.timeout, backpressure=a.backpressure, **driver)
     if name == "rtl-fast":
@@ -205,8 +182,7 @@ def _checked(a, name: str | None = None) -> tuple[Export, str]:
 def _open(a, export: Export, name: str) -> Accelerator:
     """The accelerator, with a progress line (pynq: importing pynq, loading the bitstream and parsing
     the .hwh, the weight image into DDR take seconds on the A9)."""
-    what = {"pynq": "loading the bitstream (pynq), the weight image into DDR",
-            "rtl": "building the RTL simulator (cached)", "csim": "building the C simulation (cached)"}
+    what = {"rtl": "building the RTL simulator (cached)", "csim": "building the C simulation (cached)"}
     with step(f"opening the {name} backend" + (f": {what[name]}" if name in what else "")):
         return Accelerator(export, name, **_backend_opts(a, name))
 

@@ -99,11 +99,13 @@ def test_no_download_with_another_bitstream_loaded(tiny_ex, tmp_path, monkeypatc
     err = capsys.readouterr().err
     assert "Traceback" not in err and "--no-download: the PL holds" in err and "base.bit" in err
     assert "drop --no-download" in err
+    assert "zynqflow: importing pynq ..." in err                  # a progress line for each slow step on the A9
     # pynq cannot tell what is loaded: the first IP access's RuntimeError is named just the same
     fake.PL = types.SimpleNamespace()
     assert cli.main(args) == 2
     err = capsys.readouterr().err
     assert "Overlay not currently loaded" in err and "drop --no-download" in err and "Traceback" not in err
+    assert "zynqflow: opening the loaded bitstream zynqnet-tiny_pynq-z2.bit and parsing its .hwh" in err
 
 
 # ---- 6. the CLI: inputs before the PL, progress, --debug ----------------------------------------------

@@ -6,7 +6,7 @@ The export: the reference zynqnet-mini (Fashion-MNIST) when its checkpoint is he
 random-weight zynqnet-tiny. Images: the export's test vectors, written by the notebook itself into
 ``images/`` of a scratch directory.
 
-    python -m zynqflow.sim.notebook_run [--out notebooks/zynqflow_pynq_z2.ipynb] [--images 6] [--stream 64]
+    python -m zynqflow.bench.notebook [--out notebooks/zynqflow_pynq_z2.ipynb] [--images 6] [--stream 64]
 """
 
 from __future__ import annotations
