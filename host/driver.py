@@ -147,6 +147,7 @@ class ZqDriver:
         self._irq_on = False                # this call waits on the interrupts
         self._dirty = False                 # a call did not finish: recover before the next one
         self.open_log: list[str] = []       # what opening did, in order
+        self.close_note: str | None = None  # what close() had to do first
         self.recoveries: list[dict] = []
         self.id_checked = self.id_probed = False
         self.hw_id = self.hw_build_params = self.hw_engine_info = None

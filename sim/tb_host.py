@@ -7,12 +7,13 @@ file ``$ZQ_HOST_JOB``::
     {"export": "<dir>", "engine": "rtl" | "hls", "backpressure": 0.0, "seed": 1, "timeout_s": null,
      "sim": {"faults": [...], "interrupts": true, "pynq_dma": false,
              "registers": "vitis" | "none" | {"<reg>": <offset in the .hwh>, ...},
-             "dma_state": "reset" | "error",
-             "alloc": {"base": <address>, "align": 4096, "forget_flush_bytes": <n>}},
+             "dma_state": "reset" | "error", "dma": {"busy_reset_cycles": 600, ...},
+             "omit_ips": ["axi_dma_0"], "kill_on_sigint": false,
+             "alloc": {"base": <address>, "align": 4096, "forget_flush_bytes": <n>, "reuse": true}},
      "driver": {"retries": 2, "recover": true, "fclk_mhz": null, "timing": null, "open_reset": true},
      "continue_on_error": false,
      "steps": [{"op": "classify" | "stream" | "classify_async" | "stream_async", "frames": "<file.npy>"},
-               {"op": "pl_reset"}, ...],
+               {"op": "pl_reset"}, {"op": "reopen"}, ...]  (or [{"op": "doctor"}]),
      "result": "<result.json>", "arrays": "<result.npz>"}
 
 ``engine``: the DUT (the RTL twin, or the Vitis HLS export). ``sim``: the
@@ -28,7 +29,15 @@ places buffers in the simulated DDR, and a buffer size whose ``flush()`` is
 forgotten. ``driver``: the :class:`~zynqflow.host.driver.ZqDriver` options,
 and a PL clock to set (checked against ``timing``, a bitstream's ``.json``, as
 on the board). A ``pl_reset`` step pulls ``ap_rst_n`` low between two calls
-(what reloading the bitstream does to the PL; the DDR keeps its contents).
+(what reloading the bitstream does to the PL; the DDR keeps its contents);
+``reopen`` closes the driver and opens another on the loaded design (a new
+process with ``--no-download``). A DMA fault ``sigint`` raises
+``KeyboardInterrupt`` in the driver (Ctrl-C): the driver is closed, as a
+process's ``with`` does, or, with ``kill_on_sigint``, abandoned (a killed
+process: its buffers freed, the DMA and the engine left as they were) and a
+new one opened. ``doctor`` runs ``zynqflow doctor``'s checks instead of a
+driver. The design's ``.hwh`` is written in the run directory and read back
+as pynq does (:mod:`zynqflow.sim.vitis_hwh`).
 
 The driver (``ZqDriver``, exactly as on the board) runs in a
 ``cocotb.task.bridge`` thread; the shim turns each of its register and DMA
