@@ -5,6 +5,7 @@
     zynqflow benchmark --backend golden,csim,rtl --frames 64
     zynqflow doctor                                       # first bring-up: every layer, bottom up
     zynqflow info
+    zynqflow import model.onnx --data my_images/               # a Brevitas QONNX export (zynqflow[import])
 
 Also ``python -m zynqflow.host.cli``. ``--export`` is an export directory
 or its manifest.json; without it, from any directory: ``$ZYNQFLOW_EXPORT``
@@ -45,7 +46,7 @@ import numpy as np
 
 from .accelerator import BACKENDS, CLOCKS, Accelerator, have_cxx, resolve_backend
 from .errors import PreprocessError
-from .errors import AcceleratorError, BackendError, EngineMismatch, ExportFilesError, HostError, NetworkIdMismatch
+from .errors import AcceleratorError, EngineMismatch, ExportFilesError, HostError, NetworkIdMismatch
 from .manifest import BACKEND_FILES, Export, default_export, xrt_hint
 from .preprocess import expand_inputs, frames_for, recipe_for
 from .progress import bar, step
@@ -399,10 +400,9 @@ def build_parser() -> argparse.ArgumentParser:
                                       "with the fix (files, IPs, registers, DMA, clock, network ID, weights, a frame)")
     _common(d, backend_help="pynq on a board; rtl: the same checks against the RTL simulation")
     d.set_defaults(func=cmd_doctor)
-    m = sub.add_parser("import", help="import a QONNX model (needs the import extra: pip install 'zynqflow[import]')",
-                       add_help=False)
-    m.add_argument("args", nargs=argparse.REMAINDER)
-    m.set_defaults(func=cmd_import)
+    # `zynqflow import ...` goes to the importer before this parser (main); listed here for --help
+    sub.add_parser("import", help="a Brevitas QONNX export -> network config and checkpoint (needs zynqflow[import]; "
+                                  "zynqflow import -h)")
     return p
 
 
@@ -410,18 +410,6 @@ def cmd_doctor(a) -> int:
     from .doctor import main as doctor_main
 
     return doctor_main(a, _export, _backend_opts)
-
-
-def cmd_import(a) -> int:
-    """``zynqflow import ...``: the QONNX importer, an extra (the board CLI stays torch- and onnx-free)."""
-    import importlib
-
-    try:
-        import_main = importlib.import_module("zynqflow.export.qonnx_import").main
-    except ImportError as e:
-        raise BackendError(f"zynqflow import needs the import extra ({e}): pip install 'zynqflow[import]' "
-                           "(in a checkout: make setup)") from e
-    return int(import_main(list(a.args)) or 0)
 
 
 def _fail(e: Exception, code: int, prefix: str = "") -> int:
@@ -432,11 +420,28 @@ def _fail(e: Exception, code: int, prefix: str = "") -> int:
     return code
 
 
+def cmd_import(argv: list[str]) -> int:
+    """``zynqflow import model.onnx ...``: a Brevitas QONNX export into the flow, by the ``import``
+    extra, imported only here and by name (the board CLI stays torch- and onnx-free)."""
+    import importlib
+
+    try:
+        import_main = importlib.import_module("zynqflow.export.qonnx_import").main
+    except ImportError as e:
+        print(f"zynqflow import needs the import extra (brevitas, qonnx, onnx): pip install 'zynqflow[import]' "
+              f"({e})", file=sys.stderr)
+        return 2
+    return import_main(argv)
+
+
 def debugging(a=None) -> bool:
     return bool(getattr(a, "debug", False)) or os.environ.get("ZYNQFLOW_DEBUG", "") not in ("", "0")
 
 
 def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["import"]:
+        return cmd_import(argv[1:])
     p = build_parser()
     p.add_argument("--debug", action="store_true", help="show the traceback of an error (also ZYNQFLOW_DEBUG=1)")
     a = p.parse_args(argv)
