@@ -170,3 +170,67 @@ def test_hls_without_recovery_dma_error(tiny, frames, tmp_path):
         with pytest.raises(DmaError, match="DMA channel not started"):
             drv.classify(frames[:1])
     json.dumps(ol.ip_dict)                                                   # the ip_dict is plain data
+
+
+# ---- the same checks on both engines -------------------------------------------------------------
+def _on_engine(engine: str, ex: Export, steps, faults=(), driver_export=None) -> list[dict]:
+    """Run ``steps`` [(op, frames)] through the board driver on the RTL twin (cocotb, the PYNQ shim)
+    or on the HLS C-sim engine behind the Vitis control block; per step: logits or the error's type,
+    and the recoveries."""
+    if engine == "rtl":
+        from test_host_rtl import _built
+        from zynqflow.sim.rtl_host import run_job
+
+        _built(ex.dir)
+        try:
+            res = run_job(ex, steps, sim=dict(faults=list(faults)), continue_on_error=True,
+                          driver_export=driver_export, timeout_s=50 * ex.frame_cycles() / 1e8)
+        except NetworkIdMismatch as e:
+            return [dict(error="NetworkIdMismatch", mm2s=e.sim_summary["mm2s_transfers"])]
+        if (res["steps"][0]["error"] or {}).get("type") == "NetworkIdMismatch":
+            return [dict(error="NetworkIdMismatch", mm2s=res["mm2s_transfers"])]
+        return [dict(logits=s.get("logits"), error=(s["error"] or {}).get("type"),
+                     recoveries=[r["reason"].split(":")[0] for r in s.get("recoveries", [])]) for s in res["steps"]]
+    from zynqflow.host.board import open_driver
+    from zynqflow.sim.csim import CSim
+    from zynqflow.sim.hls_host import HlsOverlay
+
+    drv_ex = Export(driver_export) if driver_export is not None else ex
+    # the HLS engine's network-ID check sends its one-beat probe first: the faults move by one transfer
+    ol = HlsOverlay(drv_ex, _tmp_hwh(), [dict(f, transfer=f["transfer"] + 1) for f in faults], csim=CSim(ex.dir))
+    out = []
+    with open_driver(ol, drv_ex, allocate=ol.allocate, clocks=ol.clocks, raw_mmio=ol.raw_mmio, clock=ol.now,
+                     min_timeout_s=0.0, simulated=True, timeout_s=50 * ex.frame_cycles() / 1e8) as drv:
+        for op, frames in steps:
+            try:
+                st = getattr(drv, op)(frames)
+            except NetworkIdMismatch:
+                return [dict(error="NetworkIdMismatch", mm2s=ol.device.dma.mm2s.transfers - 1)]   # less the probe
+            out.append(dict(logits=st.logits, error=None, recoveries=[r["reason"].split(":")[0] for r in st.recoveries]))
+    return out
+
+
+def _tmp_hwh():
+    import tempfile
+    from pathlib import Path
+
+    return Path(tempfile.mkdtemp()) / "zq_hls.hwh"
+
+
+@pytest.mark.parametrize("engine", ["rtl", "hls"])
+def test_same_open_stream_recovery_and_id_check_on_both_engines(engine, tiny, frames, tmp_path):
+    """One scenario, both engines: open, classify, a stream whose S2MM halts mid-packet (recovered,
+    re-sent), classify again: golden logits in order; then another network's manifest: refused
+    before any input frame."""
+    gold = golden_logits(tiny.qnet(), frames)
+    steps = [("classify", frames[:3]), ("stream", frames[3:13]), ("classify", frames[13:16])]
+    out = _on_engine(engine, tiny, steps, faults=[dict(channel="s2mm", transfer=6, kind="slave", beats=2)])
+    assert [o["error"] for o in out] == [None, None, None]
+    for o, sl in zip(out, (slice(0, 3), slice(3, 13), slice(13, 16))):
+        assert np.array_equal(o["logits"], gold[sl])
+    assert [o["recoveries"] for o in out] == [[], ["DmaError"], []]
+    from test_host_rtl import _other_network
+
+    _other_network(tiny, tmp_path / "other")
+    assert _on_engine(engine, tiny, [("classify", frames[:2])], driver_export=tmp_path / "other") == [
+        dict(error="NetworkIdMismatch", mm2s=0)]
