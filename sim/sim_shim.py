@@ -11,7 +11,9 @@ PYNQ object                       simulation
                                   accelerator's ``registers`` as pynq reads
                                   them from a Vitis HLS ``.hwh``, attributes
                                   ``zq_top_0`` and ``axi_dma_0``,
-                                  ``clock_dict``)
+                                  ``clock_dict`` as pynq 3.x builds it:
+                                  ``enable``/``divisor0``/``divisor1``, the
+                                  clock in the PS7's ``.hwh`` parameters)
 ``ip.mmio.read/write``            :class:`SimMMIO`: ``AxiLiteMaster`` on
                                   ``s_axi_control``
 ``overlay.axi_dma_0``             :class:`SimDMA`: **pynq's own**
