@@ -70,7 +70,7 @@ def _sig(dut, name):
     return None
 
 
-def _reader(h, default: int = 0):
+def signal_reader(h, default: int = 0):
     """A function returning the signal's value as an unsigned int (cocotb's fast path: the
     simulator's integer, or its binary string beyond 32 bits); a constant for a missing signal."""
     if h is None:
@@ -149,7 +149,7 @@ class DdrPort:
         self.has_write = self.awvalid is not None
         nb = self.beat_bytes = m.beat_bytes
         self.size_code = (nb - 1).bit_length()
-        r = _reader
+        r = signal_reader
         self.r_arvalid, self.r_araddr, self.r_arlen = r(self.arvalid), r(self.araddr), r(self.arlen)
         self.r_arsize, self.r_arburst, self.r_arid = r(self.arsize, self.size_code), r(self.arburst, INCR), r(self.arid)
         self.r_rready = r(self.rready)
@@ -200,17 +200,13 @@ class DdrPort:
 
     # ---- test controls ------------------------------------------------------------------
     def hold(self, channel: str, until=None):
-        """Stall ``channel`` (AR/AW/W: READY low; R/B: no new beat) while ``until`` says so: a
-        callable of the memory cycle returning True to hold, an int (hold until that memory
-        cycle), or None (until :meth:`release`). Returns the hold (to pass to release)."""
+        """Stall ``channel`` (AR/AW/W: READY low; R/B: no new beat): while ``until(cycle)`` is true
+        (a callable of the memory cycle), until memory cycle ``until`` (an int), or until
+        :meth:`release` (None). Returns the hold (to pass to release)."""
         if channel not in CHANNELS:
             raise ValueError(f"channel {channel!r}: one of {CHANNELS}")
-        if until is None:
-            h = (lambda c: True,)
-        elif isinstance(until, int):
-            h = (lambda c, t=until: c < t,)
-        else:
-            h = (until,)
+        h = (until if callable(until) else (lambda c: True) if until is None else (lambda c, t=until: c < t),
+             isinstance(until, int))
         self.holds[channel].append(h)
         self._update_steer()
         return h
@@ -252,12 +248,13 @@ class DdrPort:
     def _held(self, ch: str, cycle: int) -> bool:
         hs = self.holds[ch]
         held = False
-        if hs:
-            live = [h for h in hs if h[0](cycle)]
-            if len(live) != len(hs):
-                hs[:] = live
+        for h in hs:
+            if h[0](cycle):
+                held = True
+            elif h[1]:                                  # a deadline that has passed: gone
+                hs.remove(h)
                 self._update_steer()
-            held = bool(live)
+                break
         p = self.gap[ch]
         if p > 0 and self.rng[ch].random() < p:     # (drawn every cycle: the gap sequence is the seed's)
             held = True
@@ -530,6 +527,16 @@ class Ddr:
         logging.getLogger(f"cocotb.{dut._name}").setLevel(logging.WARNING)
         self._task = cocotb.start_soon(self._run())
 
+    def set(self, **overrides) -> None:
+        """Change MemoryModel fields from the next cycle on (latencies, limits, gaps, aw_waits_for_w...;
+        the buckets keep their rates)."""
+        self.model = replace(self.model, **overrides)
+        for p in self.ports:
+            p.model = self.model
+            for ch in CHANNELS:
+                if f"gap_{ch}" in overrides:
+                    p.set_gap(ch, overrides[f"gap_{ch}"])
+
     # ---- memory ------------------------------------------------------------------------------
     def load(self, address: int, data: bytes) -> None:
         self.mem.write(address, data)
@@ -584,10 +591,10 @@ class Ddr:
         edge = RisingEdge(self.clock)
         ports, shared, streams = self.ports, self.shared, self.streams
         keep = self.model.keep_reads_on_reset
-        r_reset = _reader(self.reset, 1 - self.reset_active)
+        r_reset = signal_reader(self.reset, 1 - self.reset_active)
         streams_rd: list = []
         valids = [h for p in ports for h in p.valids()]
-        r_valids = [_reader(h) for h in valids]
+        r_valids = [signal_reader(h) for h in valids]
         quiet = 0
         for p in ports:
             p.drive(self.cycle, self.refresh(self.cycle))
@@ -600,7 +607,7 @@ class Ddr:
                 p.commit(now)
             if streams:
                 if len(streams_rd) != len(streams):
-                    streams_rd = [(_reader(v), _reader(r), n) for v, r, n in streams]
+                    streams_rd = [(signal_reader(v), signal_reader(r), n) for v, r, n in streams]
                 for rv, rr, n in streams_rd:
                     if rv() and rr():
                         self.charge(n)

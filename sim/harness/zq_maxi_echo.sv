@@ -34,8 +34,8 @@
 //   11 FAULT_W_PAYLOAD   WDATA bit 0 flipped from the second cycle a beat waits for WREADY
 //   12 FAULT_RD_OUT      the wts read burst is issued FAULT_BURSTS (9) times without waiting for
 //                        data: one more than the engine's limit of read bursts outstanding
-//   13 FAULT_WR_OUT      one-beat write bursts, all issued before any B is taken (BREADY low until
-//                        the frame's last beat is sent): more than 8 write bursts outstanding
+//   13 FAULT_WR_OUT      one-beat write bursts, FAULT_BURSTS (9) of them issued before their B
+//                        responses are taken (BREADY low meanwhile): more than 8 write bursts outstanding
 //   14 FAULT_W_AFTER_AW  not a checker fault: W waits for the AW handshake (the old writer), which
 //                        deadlocks against a slave that holds AWREADY until it sees WVALID
 // 6-11 need a slave that keeps READY low for two cycles or more on that channel; 12 and 13 a
@@ -282,7 +282,8 @@ module zq_maxi_echo #(
                     end
                     if (burst_end) begin
                         first_burst <= 1'b0;
-                        if (fault == FAULT_WR_OUT && wbeat + IB_W'(w_fire) != IB_W'(WBEATS)) begin   // next burst at once
+                        if (fault == FAULT_WR_OUT && wbeat + IB_W'(w_fire) != IB_W'(WBEATS) &&
+                            b_owed_next < (IB_W+1)'(FAULT_BURSTS)) begin   // the next burst at once
                             bbeat <= '0; blen <= next_len; aw_done <= 1'b0; aw_wait <= '0;
                         end else begin
                             state <= S_B;
