@@ -87,7 +87,7 @@ FAULTS = {
     10: ("act", r"AW payload changed while AWVALID waited for AWREADY", WAIT),
     11: ("act", r"W payload changed while WVALID waited for WREADY", WAIT),
     12: ("wts", r"AR burst at 0x[0-9a-f]{8}: 9 read bursts outstanding, more than 8", {}),
-    13: ("act", r"AW burst at 0x[0-9a-f]{8}: (9|1[0-6]) write bursts outstanding, more than 8", {}),
+    13: ("act", r"AW burst at 0x[0-9a-f]{8}: 9 write bursts outstanding, more than 8", {}),
 }
 
 
@@ -108,8 +108,7 @@ def test_checker_fires_on_the_broken_master(mini, echo, fault):
     if fault in (12, 13):    # from the first burst beyond the limit
         assert " 9 " in msgs[port][0] and stats[port]["max_reads_outstanding" if fault == 12 else
                                                       "max_writes_outstanding"] > 8
-    if fault != 13:   # 13 holds BREADY until its last beat: no slave of finite acceptance completes it
-        assert not isinstance(out, rf.SimTimeout), out
+    assert isinstance(out, rf.Batch), out
 
 
 def test_correct_master_is_clean_under_stress(mini, echo):
