@@ -730,16 +730,31 @@ def frame_cycles_estimate(export_dir) -> int:
 
 def cycle_budget(export_dir, backpressure: float = 0.0, memory=None) -> int:
     """Cycles without an output frame after which the DUT counts as stopped: 4x the estimate (under
-    ``memory``, a preset or model, by the cycle model: bandwidth, refresh, gaps and stalls), stretched
-    for stream stalls, plus a margin."""
+    ``memory``, a preset or model: the manifest's cycle model for that preset, else the ideal
+    estimate slowed by the memory's bandwidth caps, refresh and gaps), stretched for stream stalls,
+    plus a margin."""
     m = memory_model(memory)
     est = frame_cycles_estimate(export_dir)
     if m != E.MEMORY_MODEL:
-        from zynqflow.export.exporter import load_plan
-        from zynqflow.spec.cycles import predict
-
-        est = max(est, predict(load_plan(export_dir), memory=m, cached=False)["frame"]["cycles"])
+        est = max(est, _memory_cycles_estimate(export_dir, m, est))
     return int(4 * est / (1.0 - min(backpressure, 0.95))) + 10_000 + 4 * m.stall_max
+
+
+def _memory_cycles_estimate(export_dir, m: E.MemoryModel, ideal_cycles: int) -> int:
+    """A frame's cycles under ``m``: the exporter's cycle model when ``m`` is a preset it modelled
+    (manifest ``cycles_model_presets``), else a bound from the ideal estimate (sim/ does not plan)."""
+    man = json.loads((Path(export_dir) / "manifest.json").read_text())
+    for name, preset in E.MEMORY_PRESETS.items():
+        modelled = (man.get("cycles_model_presets") or {}).get(name)
+        if preset == m and modelled and modelled.get("cycles"):
+            return int(modelled["cycles"])
+    rate = min(m.port_bytes_per_cycle, m.beat_bytes)
+    if m.shared_bytes_per_cycle:
+        rate = min(rate, (1.0 - m.cpu_share) * m.shared_bytes_per_cycle / 2)
+    gaps = max(m.gap_ar, m.gap_r, m.gap_aw, m.gap_w, m.gap_b)
+    refresh = m.refresh_cycles / m.refresh_interval if m.refresh_interval else 0.0
+    slow = (m.beat_bytes / max(rate, 1e-3)) / (1.0 - min(gaps, 0.95)) / (1.0 - min(refresh, 0.95))
+    return int(ideal_cycles * slow * (1.0 + m.stall_prob * m.stall_max) + m.read_latency * 1000)
 
 
 def golden(export_dir, frames: np.ndarray) -> np.ndarray:
