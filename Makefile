@@ -40,7 +40,7 @@ FRAMES  ?= 256
 DATA_ARG := $(if $(DATA_DIR),--data-dir $(DATA_DIR),)
 
 .PHONY: help setup demo test test-fast train export csim report bench hls rtl-sim rtl-bench synth-estimate \
-        bitstream deploy clean
+        bitstream deploy clean notebook
 
 help:
 	@echo "make demo            short training, fixed-point evaluation, report, export, C-sim, RTL twin,"
@@ -50,7 +50,8 @@ help:
 	@echo "                     DATA=<folder>: your images (train/<class>/ + test/<class>/, or <class>/ with"
 	@echo "                     TRAIN_ARGS=--split 0.1), decoded once into build/data/ (docs/datasets-and-import.md)"
 	@echo "make import ONNX=model.onnx [NET=name]  a Brevitas QONNX export -> build/<name>/imported/<name>.json, checkpoint.pt"
-	@echo "make report NET=..   per-layer characterization -> build/<net>/report.json, roofline.png"
+	@echo "make report NET=..   per-layer characterization -> build/<net>/report.json, roofline.png; what bounds"
+	@echo "                     each layer on the engine under each memory preset -> build/<net>/bounds.json"
 	@echo "make export CKPT=..  integers, HLS header, RTL parameters, weight image, manifest -> build/<net>/export/"
 	@echo "                     (no checkpoint for NET: seeded random weights, SEED=0; said so)"
 	@echo "make csim            HLS C simulation with g++ -> build/<net>/<dataset>/csim.json"
@@ -58,18 +59,20 @@ help:
 	@echo "make hls             Vitis HLS csim/csynth/cosim/export (needs vitis_hls)"
 	@echo "make rtl-sim         cocotb + Verilator on the RTL twin, then per-layer cycles vs the model"
 	@echo "                     -> build/<net>/rtl_perf.json"
-	@echo "make rtl-bench [FRAMES=N BACKPRESSURE=1]  the test set through the RTL twin (free-running Verilator,"
-	@echo "                     one simulator per core), bit-exact vs golden -> build/<net>/rtl_bench.json"
+	@echo "make rtl-bench [FRAMES=N BACKPRESSURE=1 MEMORY=ideal|pynq-z2|stress SEEDS=N]  the test set through the"
+	@echo "                     RTL twin (free-running Verilator, one simulator per core) behind a DDR model,"
+	@echo "                     bit-exact vs golden -> build/<net>/rtl_bench.json"
 	@echo "make synth-estimate  Yosys synth_xilinx estimate -> build/<net>/resources.json"
 	@echo "make bitstream [ENGINE=rtl|hls]  Vivado PYNQ-Z2 block design with the RTL twin (default) or the"
 	@echo "                     HLS engine -> bitstreams/<net>_pynq-z2.bit/.hwh"
 	@echo "make deploy BOARD=<host>  copy bitstream, hwh, manifest, host package to a PYNQ board"
+	@echo "make notebook        run notebooks/zynqflow_pynq_z2.ipynb against the RTL simulation, save its outputs"
 	@echo "make dse [DATA=.. PART=xc7z020|xczu7ev TRIALS=32 WORKERS=2 STUDY=..]  co-design search (accuracy x fps"
 	@echo "                     x resources, hardware in the loop) -> build/dse/<study>/pareto.json, pareto.png"
 	@echo "make dse-train TRIAL=<n> [STUDY=..]  retrain a search trial's design with the full schedule"
 
 setup: $(STAMP)
-$(STAMP): pyproject.toml scripts/setup.sh
+$(STAMP): pyproject.toml setup.cfg scripts/setup.sh
 	@PYTHON=$(PYTHON) VENV=$(VENV) bash scripts/setup.sh
 	@touch $@
 
@@ -97,6 +100,7 @@ data-tag:
 
 report: $(STAMP)
 	$(PY) -m zynqflow.model.report --net $(NET) --out build/$(NET)
+	$(PY) -m zynqflow.export.bounds --net $(NET) --out build/$(NET)/bounds.json
 
 # no checkpoint for NET (e.g. the full zynqnet on a fresh clone): seeded random weights, said so
 SEED    ?= 0
@@ -131,18 +135,23 @@ RTL ?= rtl
 RTL_FRAMES ?= 8
 rtl-sim: export
 	RTL=$(RTL) $(PY) -m pytest -q tests/test_rtl_zq_top.py
-	$(PY) -m zynqflow.bench.rtl_perf $(EXPORT) --frames $(RTL_FRAMES) $(if $(filter hls,$(RTL)),--rtl hls,)
+	$(PY) -m zynqflow.bench.rtl_perf $(EXPORT) --frames $(RTL_FRAMES) --memory $(MEMORY) $(if $(filter hls,$(RTL)),--rtl hls,)
 
 # The RTL twin at full speed: a free-running Verilator harness (sim/harness/, zynqflow.sim.rtl_fast),
 # one simulator per core, every frame checked against the golden model. FRAMES given on the command
 # line limits the images (default: the whole test set); BACKPRESSURE=1 adds random stalls on both
 # streams (probability 0.3 per cycle; or BACKPRESSURE=<p>) -> build/<net>/rtl_bench_backpressure.json.
+# MEMORY=pynq-z2 (default)|ideal|stress: the DDR behind the engine's AXI4 masters (spec.engine.MEMORY_PRESETS,
+# recorded as memory_preset); SEEDS=N runs the frames under N seeds of the memory's random gaps and stalls
+# (one simulator per seed, over the cores) and counts hangs and mismatches.
 BACKPRESSURE ?= 0
+MEMORY  ?= pynq-z2
+SEEDS   ?=
 RTL_BENCH_FRAMES := $(if $(filter command line,$(origin FRAMES)),$(FRAMES),0)
 RTL_BENCH_BP := $(if $(filter 1,$(BACKPRESSURE)),0.3,$(BACKPRESSURE))
 rtl-bench: export
 	$(PY) -m zynqflow.bench.rtl_bench --export $(EXPORT) --frames $(RTL_BENCH_FRAMES) --data $(DATA) $(DATA_ARG) \
-	    --backpressure $(RTL_BENCH_BP)
+	    --backpressure $(RTL_BENCH_BP) --memory $(MEMORY) $(if $(SEEDS),--seeds $(SEEDS),)
 
 synth-estimate: export
 	$(PY) -m zynqflow.bench.synth_estimate $(EXPORT)
@@ -152,6 +161,10 @@ synth-estimate: export
 ENGINE  ?= rtl
 bitstream:
 	ENGINE=$(ENGINE) bash board/bitstream.sh $(NET)
+
+# the board notebook run against the RTL simulation, saved with its outputs (labelled as simulation)
+notebook: $(STAMP)
+	$(PY) -m zynqflow.bench.notebook
 
 BOARD ?=
 deploy:

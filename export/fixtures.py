@@ -20,7 +20,7 @@ from .plan import EngineParams
 
 EXPORT_ROOT = REPO / "build" / "sim" / "exports"
 REFERENCE_CKPT = REPO / "model" / "reference" / "zynqnet-mini" / "fashion-mnist" / "checkpoint.pt"
-FORMAT = 7   # bump to invalidate cached exports
+FORMAT = 8   # bump to invalidate cached exports
 
 
 def _fresh(out: Path, stamp: dict) -> bool:
