@@ -85,6 +85,11 @@ def variant_config(which: str):
     tensor, two output groups with 10 channels. Engine N_PE=8, N_CI=8 (one bank).
     ``map1x1``: a fire net whose last layers run on a 1x1 map (16 -> 8 -> 4 -> 2 -> 1):
     ``f4/e1`` is one MAC step, issued alone after the layer's set-up (the busy hole of issue 16).
+    ``memory``: every way the engine uses DDR, small (8 k cycles a frame) for the memory tests
+    of issue 16. Engine 16 x 16, 8 KiB of activation RAM, weights streamed: c1 (stem) and t2 in
+    DDR; s2 in bands from DDR; e2 a 1x1 layer of one input chunk (one MAC step per pixel) that
+    writes DDR at twice a port's rate; d3 and d3b 1x1 stride-2 layers reading t2 from DDR (they
+    leave its odd rows unread) back to back; e8 and e9 one MAC step each on a 1x1 map.
     """
     from zynqflow.spec.topology import INPUT, LayerSpec as L, NetConfig
 
@@ -106,6 +111,20 @@ def variant_config(which: str):
             L("c2", "c1", "c2", 16, 8, k=3, stride=2, relu=False),
             L("c3", "c2", "out", 8, 10, k=1, relu=False),
         )), EngineParams(8, 8)
+    if which == "memory":
+        return NetConfig(name="rtl-variant-memory", input_size=32, in_channels=1, num_classes=10, layers=(
+            L("c1", INPUT, "c1", 1, 32, k=3, stride=2),
+            L("s2", "c1", "s2", 32, 16, k=1),
+            L("e2", "s2", "t2", 16, 32, k=1),
+            L("d3", "t2", "t3", 32, 32, k=1, stride=2),
+            L("d3b", "t2", "t3", 32, 32, k=1, stride=2, dst_offset=32),
+            L("c4", "t3", "c4", 64, 16, k=3),
+            L("c5", "c4", "c5", 16, 16, k=3, stride=2),
+            L("c6", "c5", "c6", 16, 16, k=3, stride=2),
+            L("c7", "c6", "c7", 16, 16, k=3, stride=2),
+            L("e8", "c7", "e8", 16, 16, k=1),
+            L("e9", "e8", "out", 16, 10, k=1, relu=False),
+        )), EngineParams(16, 16, act_kb=8, wcache_kb=0)
     if which == "map1x1":
         from zynqflow.spec.topology import FireSpec, fire_net
         return fire_net("rtl-variant-map1x1", 16, 1, 4, stem=8, fires=[FireSpec(8, 8, 8, True)] * 3), EngineParams()

@@ -10,11 +10,12 @@
 // their beats, which come first (one ID, in order), are taken and dropped, never
 // handed on, and count against MAX_OUT until their last beat. A beat that no
 // burst is owed is dropped too.
+`include "zq_spec.svh"
 `default_nettype none
 
 module zq_axi_rd #(
-    parameter ADDR_W  = 32,
-    parameter DATA_W  = 64,
+    parameter ADDR_W  = `ZQ_AXI_ADDR_BITS,
+    parameter DATA_W  = `ZQ_AXI_DATA_BITS,
     parameter MAX_OUT = 8
 ) (
     input  wire              clk,

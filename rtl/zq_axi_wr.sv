@@ -17,11 +17,12 @@
 // beat were both handed over gets its B response even after `rst`; those late
 // responses are taken and dropped (a count that `rst` does not clear), and never
 // taken for this epoch's bursts. A burst cut off by the reset is the slave's to drop.
+`include "zq_spec.svh"
 `default_nettype none
 
 module zq_axi_wr #(
-    parameter ADDR_W  = 32,
-    parameter DATA_W  = 64,
+    parameter ADDR_W  = `ZQ_AXI_ADDR_BITS,
+    parameter DATA_W  = `ZQ_AXI_DATA_BITS,
     parameter MAX_OUT = 8,
     parameter W_QUEUE = 4
 ) (

@@ -11,6 +11,11 @@
 // pixel and travel with it. DDR results are N_PE-byte units with their byte
 // address and the number of units left in their contiguous run (the band's
 // rows of one channel group), which zq_out_dma turns into bursts.
+//
+// Widths of the layer constants are the layer-table row's (zq_spec.svh); the stage counts
+// are the spec's RTL_PIPE_* (zq_mac_array and zq_requant have those latencies; their
+// testbenches check them).
+`include "zq_spec.svh"
 `default_nettype none
 
 module zq_core #(
@@ -31,38 +36,38 @@ module zq_core #(
     input  wire                   abort,
     output logic                  busy,           // steps still to issue or in flight
     // layer constants
-    input  wire [4:0]             lg_in,
-    input  wire [4:0]             lg_out,
+    input  wire [`ZQ_ROW_LG_IN_W-1:0]  lg_in,
+    input  wire [`ZQ_ROW_LG_OUT_W-1:0] lg_out,
     input  wire                   k3,
     input  wire                   s2,
-    input  wire [9:0]             ci_chunks,
-    input  wire [9:0]             co_groups,
-    input  wire [6:0]             co_last,
-    input  wire [4:0]             lg_band,
+    input  wire [`ZQ_ROW_CI_CHUNKS_W-1:0] ci_chunks,
+    input  wire [`ZQ_ROW_CO_GROUPS_W-1:0] co_groups,
+    input  wire [`ZQ_ROW_CO_LAST_W-1:0]   co_last,
+    input  wire [`ZQ_ROW_LG_BAND_W-1:0]   lg_band,
     input  wire                   ring_fed,
     input  wire                   src_signed,
     input  wire [ROW_W-1:0]       src_base,
-    input  wire [4:0]             src_lg_rows,
+    input  wire [`ZQ_ROW_SRC_LG_ROWS_W-1:0] src_lg_rows,
     input  wire [10:0]            in_rows,
-    input  wire [1:0]             dst_kind,
+    input  wire [`ZQ_ROW_DST_KIND_W-1:0] dst_kind,
     input  wire [ROW_W-1:0]       dst_base,
-    input  wire [9:0]             dst_cw0,
-    input  wire [7:0]             dst_cg0,
-    input  wire [31:0]            dst_addr,       // DST_DDR: DDR byte address of the destination tensor
-    input  wire [23:0]            w_off,
-    input  wire [11:0]            w_blk,
+    input  wire [`ZQ_ROW_DST_CW0_W-1:0] dst_cw0,
+    input  wire [`ZQ_ROW_DST_CG0_W-1:0] dst_cg0,
+    input  wire [`ZQ_AXI_ADDR_BITS-1:0] dst_addr, // DST_DDR: DDR byte address of the destination tensor
+    input  wire [`ZQ_ROW_W_OFF_W-1:0]   w_off,
+    input  wire [`ZQ_ROW_W_BLK_W-1:0]   w_blk,
     input  wire                   w_res,
-    input  wire signed [31:0]     rq_rnd,
+    input  wire signed [`ZQ_ACC_BITS-1:0] rq_rnd,
     input  wire                   rq_shr,
-    input  wire [4:0]             rq_sh,
+    input  wire [$clog2(`ZQ_ACC_BITS)-1:0] rq_sh,
     input  wire                   relu,
     input  wire signed [OUT_W-1:0] out_lo,
     input  wire signed [OUT_W-1:0] out_hi,
     // flow control
     input  wire [10:0]            rows_avail,
     output logic [10:0]           rows_release,
-    input  wire [23:0]            w_loaded,
-    output logic [23:0]           w_release,
+    input  wire [`ZQ_ROW_W_OFF_W-1:0] w_loaded,
+    output logic [`ZQ_ROW_W_OFF_W-1:0] w_release,
     input  wire                   out_full,
     output logic                  stall_mem,
     // activation RAM read and write port A
@@ -70,29 +75,31 @@ module zq_core #(
     output logic [BANK_W-1:0]     act_rd_bank,
     output logic [ROW_W-1:0]      act_rd_row,
     output logic                  act_rd_zero,
-    input  wire [N_CI*8-1:0]      act_rd_data,
+    input  wire [N_CI*`ZQ_LANE_BITS-1:0] act_rd_data,
     output logic [WPG-1:0]        act_wr_en,
     output logic [WPG*ROW_W-1:0]  act_wr_row,
-    output logic [N_PE*8-1:0]     act_wr_data,
+    output logic [N_PE*`ZQ_LANE_BITS-1:0] act_wr_data,
     // weight ring read
     output logic                  w_rd_en,
     output logic [WR_W-1:0]       w_rd_addr,
-    input  wire [N_PE*N_CI*8-1:0] w_rd_data,
+    input  wire [N_PE*N_CI*`ZQ_W_BITS_MAX-1:0] w_rd_data,
     // DDR results
     output logic                  ddr_valid,
-    output logic [31:0]           ddr_addr,
+    output logic [`ZQ_AXI_ADDR_BITS-1:0] ddr_addr,
     output logic [15:0]           ddr_left,
-    output logic [N_PE*8-1:0]     ddr_data,
+    output logic [N_PE*`ZQ_LANE_BITS-1:0] ddr_data,
     // GAP RAM write
     output logic                  gap_wr_en,
     output logic [GR_W-1:0]       gap_wr_row,
-    output logic [N_PE*32-1:0]    gap_wr_data
+    output logic [N_PE*`ZQ_GAP_BITS-1:0] gap_wr_data
 );
 
     localparam NV_W = $clog2(N_PE + 1);
     localparam LWPG = (WPG > 1) ? $clog2(WPG) : 0;
     localparam LPE  = $clog2(N_PE);
-    localparam LAT  = 15;     // S0 -> S15
+    localparam RD   = `ZQ_RTL_PIPE_READ;                                      // S0 -> S3
+    localparam LAT  = `ZQ_RTL_PIPE_READ + `ZQ_RTL_PIPE_MAC + `ZQ_RTL_PIPE_REQUANT; // S0 -> S15
+    localparam ACC  = `ZQ_ACC_BITS;
 
     // parameter checks, at elaboration
     if (N_PE % N_CI != 0) begin : g_param_check0
@@ -100,6 +107,11 @@ module zq_core #(
     end
     if ((N_PE & (N_PE - 1)) != 0 || (N_CI & (N_CI - 1)) != 0) begin : g_param_check1
         $error("zq_core: N_PE, N_CI must be powers of two");
+    end
+    // the stages counted here, the address stages of zq_loop_gen and the write-back: the pipeline
+    // the output FIFO's margin and zq_top's drain are sized for (spec RTL_PIPE_DEPTH)
+    if (`ZQ_RTL_PIPE_ADDR + LAT + `ZQ_RTL_PIPE_WRITEBACK != `ZQ_RTL_PIPE_DEPTH) begin : g_param_check2
+        $error("zq_core: pipeline of %0d stages, the spec says %0d", `ZQ_RTL_PIPE_ADDR + LAT + 1, `ZQ_RTL_PIPE_DEPTH);
     end
 
     // ---- the loop nest ------------------------------------------------------------
@@ -132,30 +144,30 @@ module zq_core #(
     assign w_rd_addr   = s_waddr;
 
     // ---- S3: weight word registered to meet the activation word --------------------
-    logic [N_PE*N_CI*8-1:0] w3;
+    logic [N_PE*N_CI*`ZQ_W_BITS_MAX-1:0] w3;
     always_ff @(posedge clk) w3 <= w_rd_data;
 
-    logic [3:1] v_s, b_s, f_s;
+    logic [RD:1] v_s, b_s, f_s;     // S1..S3: the RAM reads
     always_ff @(posedge clk) begin
         if (rst || abort) begin
             v_s <= '0;
             b_s <= '0;
         end else begin
-            v_s <= {v_s[2:1], s_valid};
-            b_s <= {b_s[2:1], s_bias};
+            v_s <= {v_s[RD-1:1], s_valid};
+            b_s <= {b_s[RD-1:1], s_bias};
         end
-        f_s <= {f_s[2:1], s_first};
+        f_s <= {f_s[RD-1:1], s_first};
     end
 
     // ---- MAC array and requantizer ---------------------------------------------------
-    logic [N_PE*32-1:0]    acc;
+    logic [N_PE*ACC-1:0]   acc;
     logic                  acc_valid;
     logic [N_PE*OUT_W-1:0] y;
-    zq_mac_array #(.N_PE(N_PE), .N_CI(N_CI), .ACC_W(32)) u_mac (
-        .clk(clk), .rst(rst || abort), .in_valid(v_s[3]), .in_first(f_s[3]), .in_bias(b_s[3]),
+    zq_mac_array #(.N_PE(N_PE), .N_CI(N_CI), .ACC_W(ACC)) u_mac (
+        .clk(clk), .rst(rst || abort), .in_valid(v_s[RD]), .in_first(f_s[RD]), .in_bias(b_s[RD]),
         .act_signed(src_signed), .act(act_rd_data), .wgt(w3), .out_valid(acc_valid), .out_acc(acc)
     );
-    zq_requant #(.N_PE(N_PE), .ACC_W(32), .OUT_W(OUT_W)) u_rq (
+    zq_requant #(.N_PE(N_PE), .ACC_W(ACC), .OUT_W(OUT_W)) u_rq (
         .clk(clk), .acc(acc), .rnd(rq_rnd), .shr(rq_shr), .sh(rq_sh), .relu(relu), .lo(out_lo), .hi(out_hi), .y(y)
     );
 
@@ -194,15 +206,15 @@ module zq_core #(
     // S1
     logic [WPG*10-1:0] a1_cw;
     logic [19:0] a1_pix, a1_off;
-    logic [31:0] a1_g;
+    logic [`ZQ_AXI_ADDR_BITS-1:0] a1_g;
     // S2
     logic [WPG*ROW_W-1:0] a2_rsh;
     logic [19:0] a2_pix;
-    logic [31:0] a2_gsh;
+    logic [`ZQ_AXI_ADDR_BITS-1:0] a2_gsh;
     logic [15:0] a2_left;
     // S3
     logic [WPG*ROW_W-1:0] a3_rows;
-    logic [31:0] a3_unit;
+    logic [`ZQ_AXI_ADDR_BITS-1:0] a3_unit;
     logic [15:0] a3_left;
     always_ff @(posedge clk) begin
         a1_cw  <= cw1;
@@ -229,27 +241,29 @@ module zq_core #(
     wire [NV_W-1:0]       m_nvalid;
     wire [WPG-1:0]        m_en15;
     wire [WPG*ROW_W-1:0]  m_rows15;
-    wire [31:0]           m_addr;
+    wire [`ZQ_AXI_ADDR_BITS-1:0] m_addr;
     wire [15:0]           m_left;
     wire [GR_W-1:0]       m_grow;
     assign {m_blk_last, m_first, m_last, m_nvalid, m_en15, m_grow} = meta[LAT*META_W-1 -: META_W];
     assign {m_rows15, m_addr, m_left} = ameta[(LAT-3)*ADR_W-1 -: ADR_W];
 
     // lanes of channels >= the group's valid count are written as 0
-    logic [N_PE*8-1:0] lanes;
+    localparam LB = `ZQ_LANE_BITS;
+    logic [N_PE*LB-1:0] lanes;
     always_comb begin
         for (int p = 0; p < N_PE; p++)
-            lanes[p*8 +: 8] = (NV_W'(p) < m_nvalid) ? y[p*OUT_W +: 8] : 8'd0;
+            lanes[p*LB +: LB] = (NV_W'(p) < m_nvalid) ? y[p*OUT_W +: LB] : '0;
     end
 
     // ---- S16: write-back ----------------------------------------------------------------
     logic              gap_fresh;
-    logic [N_PE*32-1:0] psum;
-    logic [N_PE*32-1:0] psum_next;
+    localparam GB = `ZQ_GAP_BITS;
+    logic [N_PE*GB-1:0] psum;
+    logic [N_PE*GB-1:0] psum_next;
     always_comb begin
         for (int p = 0; p < N_PE; p++)
-            psum_next[p*32 +: 32] = (gap_fresh ? 32'sd0 : $signed(psum[p*32 +: 32])) +
-                                    ((NV_W'(p) < m_nvalid) ? 32'($signed(y[p*OUT_W +: OUT_W])) : 32'sd0);
+            psum_next[p*GB +: GB] = (gap_fresh ? GB'(0) : $signed(psum[p*GB +: GB])) +
+                                    ((NV_W'(p) < m_nvalid) ? GB'($signed(y[p*OUT_W +: OUT_W])) : GB'(0));
     end
 
     always_ff @(posedge clk) begin
@@ -260,15 +274,15 @@ module zq_core #(
             gap_fresh <= 1'b1;
         end else if (mv[LAT]) begin
             case (dst_kind)
-                2'd0: begin   // DST_ACT
+                `ZQ_ROW_DST_KIND_W'(`ZQ_DST_ACT): begin
                     act_wr_en   <= m_en15;
                     act_wr_row  <= m_rows15;
                     for (int b = 0; b < WPG; b++) begin
                         // bank b holds word w = (b - dst_cw0) mod WPG of the group
-                        act_wr_data[b*N_CI*8 +: N_CI*8] <= lanes[((b - 32'(dst_cw0)) & (WPG - 1))*N_CI*8 +: N_CI*8];
+                        act_wr_data[b*N_CI*LB +: N_CI*LB] <= lanes[((b - 32'(dst_cw0)) & (WPG - 1))*N_CI*LB +: N_CI*LB];
                     end
                 end
-                2'd1: begin   // DST_DDR
+                `ZQ_ROW_DST_KIND_W'(`ZQ_DST_DDR): begin
                     ddr_valid <= 1'b1;
                     ddr_addr  <= m_addr;
                     ddr_left  <= m_left;

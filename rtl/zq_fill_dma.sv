@@ -8,22 +8,25 @@
 // activation RAM at row ring + (cg << (lg_rows + lg_w)) + ((y mod 2^lg_rows) << lg_w) + x.
 // `rows_avail` counts the rows written in full. Responses come back in
 // order (one ID), so a second set of counters follows them.
+`include "zq_spec.svh"
 `default_nettype none
 
 module zq_fill_dma #(
     parameter N_PE    = 16,
     parameter ROW_W   = 12,
-    parameter MAX_OUT = 8
+    parameter MAX_OUT = 8,
+    parameter AW      = `ZQ_AXI_ADDR_BITS,
+    parameter DW      = `ZQ_AXI_DATA_BITS
 ) (
     input  wire               clk,
     input  wire               rst,
     input  wire               start,        // layer constants valid
     input  wire               abort,        // stop issuing; outstanding bursts still drain
-    input  wire [31:0]        base,         // DDR byte address of the tensor
-    input  wire [4:0]         lg_w,         // log2 of the map size (H = W)
-    input  wire [7:0]         cgrps,        // channel groups
+    input  wire [AW-1:0]      base,         // DDR byte address of the tensor
+    input  wire [`ZQ_ROW_LG_IN_W-1:0]       lg_w,     // log2 of the map size (H = W)
+    input  wire [`ZQ_ROW_SRC_CGRPS_W-1:0]   cgrps,    // channel groups
     input  wire [ROW_W-1:0]   ring,         // activation-RAM row of the ring
-    input  wire [4:0]         lg_rows,      // log2 of the ring's rows
+    input  wire [`ZQ_ROW_SRC_LG_ROWS_W-1:0] lg_rows,  // log2 of the ring's rows
     input  wire [10:0]        release_rows, // rows the ring may overwrite (from the MAC loop)
     output logic [10:0]       rows_avail,
     output logic              busy,         // rows still to read or responses in flight
@@ -35,22 +38,26 @@ module zq_fill_dma #(
     // AXI4 read
     output logic              m_arvalid,
     input  wire               m_arready,
-    output logic [31:0]       m_araddr,
+    output logic [AW-1:0]     m_araddr,
     output logic [7:0]        m_arlen,
     input  wire               m_rvalid,
     output logic              m_rready,
-    input  wire [63:0]        m_rdata,
+    input  wire [DW-1:0]      m_rdata,
     input  wire               m_rlast,
     input  wire [1:0]         m_rresp,
     output logic              err,
     output logic [31:0]       bytes_read
 );
 
-    localparam BPU = N_PE / 8;                 // beats per unit
+    localparam NB   = DW / 8;                  // bytes per beat
+    localparam BPU  = N_PE / NB;               // beats per unit
+    localparam LINE = `ZQ_AXI_LINE_BYTES;      // bursts end at a line (never across 4 KiB)
+    localparam LINE_W = $clog2(LINE);
+    localparam CG_W = `ZQ_ROW_SRC_CGRPS_W;
 
     // parameter checks, at elaboration
-    if (N_PE < 8 || N_PE % 8 != 0) begin : g_param_check0
-        $error("zq_fill_dma: N_PE=%0d: units must be whole 64-bit beats", N_PE);
+    if (N_PE < NB || N_PE % NB != 0) begin : g_param_check0
+        $error("zq_fill_dma: N_PE=%0d: units must be whole %0d-bit beats", N_PE, DW);
     end
 
     // ---- requests ----------------------------------------------------------------------
@@ -58,16 +65,17 @@ module zq_fill_dma #(
     // its run advance by adds only; the burst length and the ring check are registered one
     // cycle behind them (`settle`; the reader takes a command every other cycle at most).
     logic        active;
-    logic [4:0]  c_lg_w, c_lg_rows;
-    logic [7:0]  c_cgrps;
+    logic [`ZQ_ROW_LG_IN_W-1:0]       c_lg_w;
+    logic [`ZQ_ROW_SRC_LG_ROWS_W-1:0] c_lg_rows;
+    logic [CG_W-1:0] c_cgrps;
     logic [ROW_W-1:0] c_ring;
     logic [15:0] run_bytes;    // W * N_PE: one (row, channel group) run
-    logic [31:0] cg_skip;      // H * W * N_PE - run_bytes: from a run's end to the next group's run
+    logic [AW-1:0] cg_skip;    // H * W * N_PE - run_bytes: from a run's end to the next group's run
     logic [10:0] h;            // H = W
     logic [10:0] q_y;          // row being requested
-    logic [7:0]  q_cg;
-    logic [31:0] q_addr;       // next request's address
-    logic [31:0] row_addr;     // address of row q_y's first run (channel group 0)
+    logic [CG_W-1:0] q_cg;
+    logic [AW-1:0] q_addr;     // next request's address
+    logic [AW-1:0] row_addr;   // address of row q_y's first run (channel group 0)
     logic [15:0] left;         // bytes left in the current run
     logic [15:0] chunk;        // the next burst's bytes (registered)
     logic        slot_free;    // row q_y's ring slot is free (registered)
@@ -76,7 +84,8 @@ module zq_fill_dma #(
     logic [10:0] p_y;          // row of the response unit being assembled
     wire         resp_done = p_y >= h;
     wire         cmd_valid = active && !settle && (q_y < h) && slot_free && !abort;
-    wire  [7:0]  to_line   = 8'd128 - {1'b0, q_addr[6:0]};
+    wire  [LINE_W-1:0] q_off = q_addr[LINE_W-1:0];
+    wire  [7:0]  to_line   = 8'(LINE - 32'(q_off));
 
     always_ff @(posedge clk) begin
         chunk     <= (left < 16'(to_line)) ? left : 16'(to_line);
@@ -93,7 +102,7 @@ module zq_fill_dma #(
             h         <= 11'd1 << lg_w;
             run_bytes <= 16'(N_PE) << lg_w;
             left      <= 16'(N_PE) << lg_w;
-            cg_skip   <= (32'(N_PE) << (lg_w + lg_w)) - (32'(N_PE) << lg_w);
+            cg_skip   <= (AW'(N_PE) << (lg_w + lg_w)) - (AW'(N_PE) << lg_w);
             q_y <= '0; q_cg <= '0;
             q_addr    <= base;
             row_addr  <= base;
@@ -102,18 +111,18 @@ module zq_fill_dma #(
             settle <= 1'b1;
             if (chunk == left) begin                 // the run ends
                 left <= run_bytes;
-                if (q_cg == c_cgrps - 8'd1) begin
+                if (q_cg == c_cgrps - CG_W'(1)) begin
                     q_cg     <= '0;
                     q_y      <= q_y + 11'd1;
-                    row_addr <= row_addr + 32'(run_bytes);
-                    q_addr   <= row_addr + 32'(run_bytes);
+                    row_addr <= row_addr + AW'(run_bytes);
+                    q_addr   <= row_addr + AW'(run_bytes);
                 end else begin
-                    q_cg   <= q_cg + 8'd1;
-                    q_addr <= q_addr + 32'(chunk) + cg_skip;
+                    q_cg   <= q_cg + CG_W'(1);
+                    q_addr <= q_addr + AW'(chunk) + cg_skip;
                 end
             end else begin
                 left   <= left - chunk;
-                q_addr <= q_addr + 32'(chunk);
+                q_addr <= q_addr + AW'(chunk);
             end
         end else begin
             settle <= 1'b0;
@@ -122,9 +131,9 @@ module zq_fill_dma #(
     end
 
     logic        rd_valid, rd_last, rd_err, rd_idle;
-    logic [63:0] rd_data;
+    logic [DW-1:0] rd_data;
     logic        rd_ready;
-    zq_axi_rd #(.ADDR_W(32), .DATA_W(64), .MAX_OUT(MAX_OUT)) u_rd (
+    zq_axi_rd #(.ADDR_W(AW), .DATA_W(DW), .MAX_OUT(MAX_OUT)) u_rd (
         .clk(clk), .rst(rst), .cmd_valid(cmd_valid), .cmd_ready(cmd_ready), .cmd_addr(q_addr),
         .cmd_beats(5'(chunk >> 3)),
         .m_arvalid(m_arvalid), .m_arready(m_arready), .m_araddr(m_araddr), .m_arlen(m_arlen),
@@ -136,7 +145,7 @@ module zq_fill_dma #(
     // ---- responses: beats -> units -> ring rows -------------------------------------
     // The unit's activation-RAM row is counted too: p_slot0 = ring + (y mod R) * W, p_run0 =
     // p_slot0 + cg * R * W, p_row = p_run0 + x.
-    logic [7:0]  p_cg;
+    logic [CG_W-1:0] p_cg;
     logic [10:0] p_x;
     logic [ROW_W-1:0] p_slot0, p_run0, p_row;
     logic [ROW_W-1:0] rw;      // R * W: from one channel group's ring to the next
@@ -146,10 +155,10 @@ module zq_fill_dma #(
     assign rd_ready = !b_valid || b_ready;
     wire   unit_done = rd_valid && rd_ready && (p_beat == ($clog2(BPU+1))'(BPU - 1));
     wire   last_x    = p_x == h - 11'd1;
-    wire   last_cg   = p_cg == c_cgrps - 8'd1;
+    wire   last_cg   = p_cg == c_cgrps - CG_W'(1);
     wire   wrap_y    = ((p_y + 11'd1) & ((11'd1 << c_lg_rows) - 11'd1)) == '0;
-    // beats shift in from the top: after BPU of them the first is in the low 64 bits
-    wire [N_PE*8-1:0] unit_next = (BPU > 1) ? {rd_data, unit[N_PE*8-1:64]} : (N_PE*8)'(rd_data);
+    // beats shift in from the top: after BPU of them the first is in the low DW bits
+    wire [N_PE*8-1:0] unit_next = (BPU > 1) ? {rd_data, unit[N_PE*8-1:DW]} : (N_PE*8)'(rd_data);
 
     always_ff @(posedge clk) begin
         if (rst || start) begin
@@ -182,7 +191,7 @@ module zq_fill_dma #(
                             p_run0  <= wrap_y ? c_ring : p_slot0 + ROW_W'(h);
                             p_row   <= wrap_y ? c_ring : p_slot0 + ROW_W'(h);
                         end else begin
-                            p_cg   <= p_cg + 8'd1;
+                            p_cg   <= p_cg + CG_W'(1);
                             p_run0 <= p_run0 + rw;
                             p_row  <= p_run0 + rw;
                         end
@@ -200,7 +209,7 @@ module zq_fill_dma #(
     always_ff @(posedge clk) err <= !rst && rd_valid && rd_ready && rd_err;
     always_ff @(posedge clk) begin
         if (rst) bytes_read <= '0;
-        else if (rd_valid && rd_ready) bytes_read <= bytes_read + 32'd8;
+        else if (rd_valid && rd_ready) bytes_read <= bytes_read + 32'(NB);
     end
 
     assign busy = active || !rd_idle || b_valid;

@@ -4,7 +4,9 @@
 // (channels row*N_PE .. row*N_PE+N_PE-1; zq_core sums the group's pixels).
 // The logit of class c is the rounded shift of its sum,
 //   (gap[c] + 2^(GAP_SHIFT-1)) >>> GAP_SHIFT   (no rounding term when GAP_SHIFT = 0),
-// read through rd_sel / rd_logit with a latency of 2 cycles (RAM, then shift).
+// read through rd_sel / rd_logit with a latency of 2 cycles (RAM, then shift). Sums are
+// GAP_BITS wide, logits one m_axis_out beat (zq_spec.svh).
+`include "zq_spec.svh"
 `default_nettype none
 
 module zq_gap #(
@@ -18,27 +20,28 @@ module zq_gap #(
     input  wire                 clk,
     input  wire                 wr_en,
     input  wire [GR_W-1:0]      wr_row,
-    input  wire [N_PE*32-1:0]   wr_data,
+    input  wire [N_PE*`ZQ_GAP_BITS-1:0] wr_data,
     input  wire [CLS_W-1:0]     rd_sel,
-    output logic [31:0]         rd_logit
+    output logic [`ZQ_STREAM_BITS-1:0]  rd_logit
 );
 
     localparam LPE = $clog2(N_PE);
+    localparam GB  = `ZQ_GAP_BITS;
 
-    logic [N_PE*32-1:0] q;
+    logic [N_PE*GB-1:0] q;
     logic [LPE-1:0]     lane;
-    zq_ram_sdp #(.DATA_W(N_PE * 32), .DEPTH(GAP_ROWS), .OUT_REG(0), .ADDR_W(GR_W)) u_ram (
+    zq_ram_sdp #(.DATA_W(N_PE * GB), .DEPTH(GAP_ROWS), .OUT_REG(0), .ADDR_W(GR_W)) u_ram (
         .clk(clk), .wr_en(wr_en), .wr_addr(wr_row), .wr_data(wr_data),
         .rd_en(1'b1), .rd_addr(GR_W'(32'(rd_sel) >> LPE)), .rd_data(q)
     );
     always_ff @(posedge clk) lane <= LPE'(rd_sel);
 
-    logic signed [32:0] s;
+    logic signed [GB:0] s;
     always_comb begin
-        s = 33'($signed(q[lane*32 +: 32]));
-        if (GAP_SHIFT > 0) s = (s + (33'sd1 <<< (GAP_SHIFT > 0 ? GAP_SHIFT - 1 : 0))) >>> GAP_SHIFT;
+        s = (GB+1)'($signed(q[lane*GB +: GB]));
+        if (GAP_SHIFT > 0) s = (s + ($signed((GB+1)'(1)) <<< (GAP_SHIFT > 0 ? GAP_SHIFT - 1 : 0))) >>> GAP_SHIFT;
     end
-    always_ff @(posedge clk) rd_logit <= 32'(s);
+    always_ff @(posedge clk) rd_logit <= `ZQ_STREAM_BITS'(s);
 
 endmodule
 

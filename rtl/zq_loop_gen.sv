@@ -16,7 +16,9 @@
 // Step outputs are registered (stage S0); the address path has three stages
 // (L1 taps and bounds, L2 partial sums, S0 the row), so the counters run three
 // cycles ahead of S0. Outputs for the write-back travel with each step:
-// the group, the output pixel (oy << lg_out | ox), and flags.
+// the group, the output pixel (oy << lg_out | ox), and flags. The layer constants have the
+// layer-table row's widths (zq_spec.svh); RTL_PIPE_ADDR is these three address stages.
+`include "zq_spec.svh"
 `default_nettype none
 
 module zq_loop_gen #(
@@ -35,26 +37,26 @@ module zq_loop_gen #(
     input  wire               abort,
     output logic              busy,         // steps still to issue or in the address stages (until S0)
     // layer constants
-    input  wire [4:0]         lg_in,
-    input  wire [4:0]         lg_out,
+    input  wire [`ZQ_ROW_LG_IN_W-1:0]       lg_in,
+    input  wire [`ZQ_ROW_LG_OUT_W-1:0]      lg_out,
     input  wire               k3,
     input  wire               s2,
-    input  wire [9:0]         ci_chunks,
-    input  wire [9:0]         co_groups,
-    input  wire [6:0]         co_last,
-    input  wire [4:0]         lg_band,
+    input  wire [`ZQ_ROW_CI_CHUNKS_W-1:0]   ci_chunks,
+    input  wire [`ZQ_ROW_CO_GROUPS_W-1:0]   co_groups,
+    input  wire [`ZQ_ROW_CO_LAST_W-1:0]     co_last,
+    input  wire [`ZQ_ROW_LG_BAND_W-1:0]     lg_band,
     input  wire               ring_fed,     // SRC_STEM or SRC_DDR
     input  wire [ROW_W-1:0]   src_base,
-    input  wire [4:0]         src_lg_rows,
+    input  wire [`ZQ_ROW_SRC_LG_ROWS_W-1:0] src_lg_rows,
     input  wire [10:0]        in_rows,      // input rows of the layer's source (H)
-    input  wire [23:0]        w_off,
-    input  wire [11:0]        w_blk,
+    input  wire [`ZQ_ROW_W_OFF_W-1:0]       w_off,
+    input  wire [`ZQ_ROW_W_BLK_W-1:0]       w_blk,
     input  wire               w_res,
     // flow control
     input  wire [10:0]        rows_avail,   // input rows in the ring (ring-fed layers)
     output logic [10:0]       rows_release, // input rows the ring may overwrite (REL_DELAY after the loop)
-    input  wire [23:0]        w_loaded,     // weight-image words in the ring
-    output logic [23:0]       w_release,    // weight-image words the ring may overwrite
+    input  wire [`ZQ_ROW_W_OFF_W-1:0] w_loaded,   // weight-image words in the ring
+    output logic [`ZQ_ROW_W_OFF_W-1:0] w_release, // weight-image words the ring may overwrite
     input  wire               out_full,     // the output path cannot take more results
     output logic              stall_mem,    // a cycle without a step, waiting for memory
     // step (S0)
@@ -67,21 +69,32 @@ module zq_loop_gen #(
     output logic [ROW_W-1:0]  s_row,
     output logic              s_zero,       // the tap is outside the map
     output logic [WR_W-1:0]   s_waddr,
-    output logic [9:0]        s_g,
+    output logic [`ZQ_ROW_CO_GROUPS_W-1:0] s_g,
     output logic [19:0]       s_pix,
     output logic [NV_W-1:0]   s_nvalid      // valid output channels of the group
 );
 
     localparam LWPG = (WPG > 1) ? $clog2(WPG) : 0;
 
+    // a release is a promise that no step still reads the row or word: it must not leave before
+    // the last step reading it has passed the address stages (S0 presents the RAM read)
+    if (REL_DELAY < `ZQ_RTL_PIPE_ADDR) begin : g_param_check0
+        $error("zq_loop_gen: REL_DELAY=%0d releases before the %0d address stages are passed", REL_DELAY,
+               `ZQ_RTL_PIPE_ADDR);
+    end
+
     // ---- layer constants, latched at start ------------------------------------
-    logic [4:0]  c_lg_in, c_lg_out, c_lg_rows, c_lg_band;
+    logic [`ZQ_ROW_LG_IN_W-1:0]       c_lg_in;
+    logic [`ZQ_ROW_LG_OUT_W-1:0]      c_lg_out;
+    logic [`ZQ_ROW_SRC_LG_ROWS_W-1:0] c_lg_rows;
+    logic [`ZQ_ROW_LG_BAND_W-1:0]     c_lg_band;
     logic        c_k3, c_s2, c_ring, c_res;
-    logic [9:0]  c_chunks, c_groups;
-    logic [6:0]  c_last;
+    logic [`ZQ_ROW_CI_CHUNKS_W-1:0]   c_chunks;
+    logic [`ZQ_ROW_CO_GROUPS_W-1:0]   c_groups;
+    logic [`ZQ_ROW_CO_LAST_W-1:0]     c_last;
     logic [ROW_W-1:0] c_base;
     logic [10:0] c_in_rows;
-    logic [11:0] c_blk;
+    logic [`ZQ_ROW_W_BLK_W-1:0]       c_blk;
     logic [10:0] c_out, c_band_rows;
     logic [11:0] c_lr_off;         // (R-1)*s - k/2 + k - 1: last input row of a band minus band*R*s
 
@@ -90,9 +103,10 @@ module zq_loop_gen #(
     logic [2:0]  state;
     logic        running;           // counters running (until the last step is issued)
     logic [10:0] band, r, ox;       // band index, row within band, output column
-    logic [9:0]  g, c;
+    logic [`ZQ_ROW_CO_GROUPS_W-1:0] g;
+    logic [`ZQ_ROW_CI_CHUNKS_W-1:0] c;
     logic [1:0]  ky, kx;
-    logic [23:0] blk_base;          // image word of block g's bias
+    logic [`ZQ_ROW_W_OFF_W-1:0] blk_base;   // image word of block g's bias
     logic [10:0] band_row0;         // band * R * s (input row of the band's first output row before padding)
     logic [10:0] band_oy0;          // band * R: the band's first output row
     logic [10:0] oy;                // the output row: band_oy0 + r (a counter, not an add)
@@ -102,15 +116,15 @@ module zq_loop_gen #(
     logic [10:0] need_r;            // input rows the current band waits for
     logic [10:0] need_next;         // ... and the next band (from band_row0, a cycle behind it)
     logic [10:0] rel_rows_q;        // releases as the loop makes them; the outputs follow REL_DELAY later
-    logic [23:0] rel_w_q;
+    logic [`ZQ_ROW_W_OFF_W-1:0] rel_w_q;
 
     wire [1:0]  kmax    = c_k3 ? 2'd2 : 2'd0;
-    wire        last_c  = c == c_chunks - 10'd1;
+    wire        last_c  = c == c_chunks - `ZQ_ROW_CI_CHUNKS_W'(1);
     wire        last_kx = kx == kmax;
     wire        last_ky = ky == kmax;
     wire        last_ox = ox == c_out - 11'd1;
     wire        last_r  = r == c_band_rows - 11'd1;
-    wire        last_g  = g == c_groups - 10'd1;
+    wire        last_g  = g == c_groups - `ZQ_ROW_CO_GROUPS_W'(1);
     wire        last_band = (band + 11'd1) == n_bands;
     wire        last_tap  = last_c && last_kx && last_ky;
     wire        blk_done  = last_tap && last_ox && last_r;
@@ -124,7 +138,7 @@ module zq_loop_gen #(
     endfunction
     always_ff @(posedge clk) need_next <= need_of({1'b0, band_row0} + band_step, c_lr_off, c_in_rows);
     wire        rows_ok = !c_ring || (rows_avail >= need_r);
-    wire [23:0] blk_end = blk_base + {12'd0, c_blk};
+    wire [`ZQ_ROW_W_OFF_W-1:0] blk_end = blk_base + `ZQ_ROW_W_OFF_W'(c_blk);
     wire        w_ok = w_loaded >= blk_end;
     wire        issue = (state == G_RUN) && !out_full;
 
@@ -170,7 +184,7 @@ module zq_loop_gen #(
                         if (!c_res) rel_w_q <= blk_end;
                         r <= '0; ox <= '0; ky <= '0; kx <= '0; c <= '0;
                         if (!last_g) begin
-                            g <= g + 10'd1;
+                            g <= g + `ZQ_ROW_CO_GROUPS_W'(1);
                             blk_base <= blk_end;
                             oy <= band_oy0;
                             state <= G_BLK;
@@ -208,7 +222,7 @@ module zq_loop_gen #(
                             kx <= kx + 2'd1;
                         end
                     end else begin
-                        c <= c + 10'd1;
+                        c <= c + `ZQ_ROW_CI_CHUNKS_W'(1);
                     end
                 end
                 G_END: begin
@@ -224,7 +238,7 @@ module zq_loop_gen #(
     // a row or a weight word (up to S0 + the RAM reads, a few cycles behind the counters) are done
     // with it whatever the DMA's latency; cleared at a layer start (rows) and a frame start
     logic [10:0] rel_rows_d [1:REL_DELAY];
-    logic [23:0] rel_w_d [1:REL_DELAY];
+    logic [`ZQ_ROW_W_OFF_W-1:0] rel_w_d [1:REL_DELAY];
     always_ff @(posedge clk) begin
         if (rst || abort || frame_start) begin
             for (int i = 1; i <= REL_DELAY; i++) begin
@@ -248,7 +262,8 @@ module zq_loop_gen #(
     logic        l1_v, l1_b, l1_first, l1_last, l1_blast, l1_inb;
     logic [11:0] l1_iy;
     logic [10:0] l1_ix;
-    logic [9:0]  l1_c, l1_g;
+    logic [`ZQ_ROW_CI_CHUNKS_W-1:0] l1_c;
+    logic [`ZQ_ROW_CO_GROUPS_W-1:0] l1_g;
     logic [19:0] l1_pix;
     logic [WR_W-1:0] l1_w;
     logic [NV_W-1:0] l1_nv;
@@ -276,7 +291,7 @@ module zq_loop_gen #(
         l1_g     <= g;
         l1_pix   <= (20'(oy) << c_lg_out) | 20'(ox);
         l1_nv    <= last_g ? NV_W'(c_last) : NV_W'(N_PE);
-        l1_w     <= WR_W'(bias_now ? blk_base : blk_base + 24'd1 + 24'(w_addr));
+        l1_w     <= WR_W'(bias_now ? blk_base : blk_base + `ZQ_ROW_W_OFF_W'(1) + `ZQ_ROW_W_OFF_W'(w_addr));
     end
 
     // w_addr: the step's offset inside its block, (ky*k + kx)*chunks + c, counted
@@ -289,7 +304,7 @@ module zq_loop_gen #(
     logic        l2_v, l2_b, l2_first, l2_last, l2_blast, l2_inb;
     logic [ROW_W-1:0] l2_sum, l2_slot;
     logic [BANK_W-1:0] l2_bank;
-    logic [9:0]  l2_g;
+    logic [`ZQ_ROW_CO_GROUPS_W-1:0] l2_g;
     logic [19:0] l2_pix;
     logic [WR_W-1:0] l2_w;
     logic [NV_W-1:0] l2_nv;
@@ -306,7 +321,7 @@ module zq_loop_gen #(
         l2_first <= l1_first; l2_last <= l1_last; l2_blast <= l1_blast; l2_inb <= l1_inb;
         l2_sum   <= c_base + l1_cterm + ROW_W'(l1_ix);
         l2_slot  <= ROW_W'(l1_slot) << c_lg_in;
-        l2_bank  <= BANK_W'(l1_c & 10'(WPG - 1));
+        l2_bank  <= BANK_W'(l1_c & `ZQ_ROW_CI_CHUNKS_W'(WPG - 1));
         l2_g <= l1_g; l2_pix <= l1_pix; l2_w <= l1_w; l2_nv <= l1_nv;
     end
 

@@ -19,12 +19,13 @@
 // from the bias; the bias words arrive as `in_bias` steps (their `wgt` holds
 // N_PE int32 in the low bits) in order with the MAC steps and are applied at
 // the accumulator stage, so any number of blocks may be in flight.
+`include "zq_spec.svh"
 `default_nettype none
 
 module zq_mac_array #(
     parameter N_PE  = 16,
     parameter N_CI  = 8,
-    parameter ACC_W = 32
+    parameter ACC_W = `ZQ_ACC_BITS
 ) (
     input  wire                    clk,
     input  wire                    rst,
@@ -32,8 +33,8 @@ module zq_mac_array #(
     input  wire                    in_first,     // first step of a pixel: start from the bias
     input  wire                    in_bias,      // a bias step (no MAC): wgt[N_PE*32-1:0] are the biases
     input  wire                    act_signed,   // lanes are signed (held for the whole layer)
-    input  wire [N_CI*8-1:0]       act,
-    input  wire [N_PE*N_CI*8-1:0]  wgt,
+    input  wire [N_CI*`ZQ_LANE_BITS-1:0]        act,
+    input  wire [N_PE*N_CI*`ZQ_W_BITS_MAX-1:0] wgt,
     output logic                   out_valid,    // accumulators updated by a MAC step (t+8)
     output logic [N_PE*ACC_W-1:0]  out_acc
 );

@@ -3,37 +3,43 @@
 // Units of N_PE bytes arrive with their byte address and the number of units
 // left in their contiguous run (the rows of one channel group in one band).
 // Bursts are formed as the units arrive: a burst opens at a unit's address and
-// takes as many units as fit 16 beats, end before the next 128-byte boundary
+// takes as many units as fit 16 beats, end before the next 128-byte line
 // (so no burst crosses a 4 KiB page) and stay in the run; when its last unit
 // is in the data FIFO its command goes to the command FIFO. The writer
 // (zq_axi_wr) issues the commands' AW as they come and sends their data back
-// to back. `full` asks the MAC array to stop issuing while a pipeline's worth
-// of results could still overflow the FIFO. `idle`: nothing queued or in
-// flight. `abort` stops new bursts; the bursts already issued are written out,
-// then both FIFOs and a half-formed burst are dropped.
+// to back. `full` (registered) asks the MAC array to stop issuing while fewer
+// than MARGIN units are free: a producer PIPE cycles deep that sees `full` a
+// cycle late still delivers PIPE + 1 units, so MARGIN must cover them (checked
+// at elaboration; zq_top's pipeline is the spec's RTL_PIPE_DEPTH). `idle`:
+// nothing queued or in flight. `abort` stops new bursts; the bursts already
+// issued are written out, then both FIFOs and a half-formed burst are dropped.
+`include "zq_spec.svh"
 `default_nettype none
 
 module zq_out_dma #(
-    parameter N_PE    = 16,       // bytes per unit (>= 8, a multiple of 8)
-    parameter DEPTH   = 64,       // units
-    parameter MARGIN  = 24,       // free units kept for results in flight
-    parameter MAX_OUT = 8
+    parameter N_PE    = 16,                        // bytes per unit (whole beats)
+    parameter DEPTH   = `ZQ_RTL_OUT_FIFO_UNITS,    // units
+    parameter MARGIN  = `ZQ_RTL_OUT_FIFO_MARGIN,   // free units kept for results in flight
+    parameter PIPE    = `ZQ_RTL_PIPE_DEPTH,        // cycles from a unit's issue to its arrival here
+    parameter MAX_OUT = 8,
+    parameter AW      = `ZQ_AXI_ADDR_BITS,
+    parameter DW      = `ZQ_AXI_DATA_BITS
 ) (
     input  wire              clk,
     input  wire              rst,
     input  wire              abort,
     input  wire              in_valid,
-    input  wire [31:0]       in_addr,
+    input  wire [AW-1:0]     in_addr,
     input  wire [15:0]       in_left,
     input  wire [N_PE*8-1:0] in_data,
     output logic             full,
     output logic             m_awvalid,
     input  wire              m_awready,
-    output logic [31:0]      m_awaddr,
+    output logic [AW-1:0]    m_awaddr,
     output logic [7:0]       m_awlen,
     output logic             m_wvalid,
     input  wire              m_wready,
-    output logic [63:0]      m_wdata,
+    output logic [DW-1:0]    m_wdata,
     output logic             m_wlast,
     input  wire              m_bvalid,
     output logic             m_bready,
@@ -43,17 +49,24 @@ module zq_out_dma #(
     output logic [31:0]      bytes_written
 );
 
-    localparam BPU   = N_PE / 8;                  // beats per unit
-    localparam UPB   = 16 / BPU;                  // units per 16-beat burst
+    localparam NB    = DW / 8;                    // bytes per beat
+    localparam BPU   = N_PE / NB;                 // beats per unit
+    localparam UPB   = `ZQ_AXI_BURST_BEATS / BPU; // units per burst
+    localparam LINE  = `ZQ_AXI_LINE_BYTES;        // bursts end at a line (never across 4 KiB)
+    localparam LINE_W = $clog2(LINE);
     localparam CNT_W = $clog2(DEPTH + 1);
     localparam BT_W  = (BPU > 1) ? $clog2(BPU) : 1;
 
     // parameter checks, at elaboration
-    if (N_PE < 8 || N_PE % 8 != 0 || N_PE > 128) begin : g_param_check0
-        $error("zq_out_dma: N_PE=%0d: units must be 1..16 whole 64-bit beats", N_PE);
+    if (N_PE < NB || N_PE % NB != 0 || BPU > `ZQ_AXI_BURST_BEATS) begin : g_param_check0
+        $error("zq_out_dma: N_PE=%0d: units must be 1..%0d whole %0d-bit beats", N_PE, `ZQ_AXI_BURST_BEATS, DW);
     end
     if (MARGIN >= DEPTH) begin : g_param_check1
         $error("zq_out_dma: MARGIN=%0d >= DEPTH=%0d", MARGIN, DEPTH);
+    end
+    if (MARGIN < PIPE + 1) begin : g_param_check2
+        $error("zq_out_dma: MARGIN=%0d free units do not cover the %0d results a %0d-cycle pipeline still delivers",
+               MARGIN, PIPE + 1, PIPE);
     end
 
     logic flush;                  // abort, once no issued burst has beats left
@@ -61,13 +74,14 @@ module zq_out_dma #(
     // ---- burst formation at the input ------------------------------------------------------
     logic [4:0]  b_left;          // units still to come for the burst being formed (0: none open)
     logic [4:0]  b_units;
-    logic [31:0] b_addr;
-    wire [7:0]  to_boundary = (8'd128 - {1'b0, in_addr[6:0]}) >> $clog2(N_PE);   // units before the line ends
+    logic [AW-1:0] b_addr;
+    wire [LINE_W-1:0] in_off = in_addr[LINE_W-1:0];
+    wire [7:0]  to_boundary = 8'((LINE - 32'(in_off)) >> $clog2(N_PE));   // units before the line ends
     wire [15:0] lim0  = (to_boundary < 8'(UPB)) ? 16'(to_boundary) : 16'(UPB);
     wire [4:0]  n_new = 5'((in_left < lim0) ? in_left : lim0);
     wire        take  = in_valid && !abort;
     logic        c_push;
-    logic [31:0] c_addr;
+    logic [AW-1:0] c_addr;
     logic [4:0]  c_units;
     always_comb begin
         c_push  = 1'b0;
@@ -108,9 +122,9 @@ module zq_out_dma #(
     always_ff @(posedge clk) full <= f_count >= CNT_W'(DEPTH - MARGIN);
 
     logic        cq_valid, cq_ready;
-    logic [31:0] cq_addr;
+    logic [AW-1:0] cq_addr;
     logic [4:0]  cq_units;
-    zq_fifo #(.DATA_W(32 + 5), .DEPTH(DEPTH)) u_cmd (
+    zq_fifo #(.DATA_W(AW + 5), .DEPTH(DEPTH)) u_cmd (
         .clk(clk), .rst(rst || flush), .in_valid(c_push), .in_ready(), .in_data({c_addr, c_units}),
         .out_valid(cq_valid), .out_ready(cq_ready && !abort), .out_data({cq_addr, cq_units}), .count()
     );
@@ -124,10 +138,10 @@ module zq_out_dma #(
     end
     assign f_pop = in_ready && f_valid && (32'(beat) == BPU - 1);
 
-    zq_axi_wr #(.ADDR_W(32), .DATA_W(64), .MAX_OUT(MAX_OUT)) u_wr (
+    zq_axi_wr #(.ADDR_W(AW), .DATA_W(DW), .MAX_OUT(MAX_OUT)) u_wr (
         .clk(clk), .rst(rst), .cmd_valid(cq_valid && !abort), .cmd_ready(cq_ready), .cmd_addr(cq_addr),
         .cmd_beats(5'(cq_units * BPU)), .in_valid(f_valid), .in_ready(in_ready),
-        .in_data(f_data[beat*64 +: 64]),
+        .in_data(f_data[beat*DW +: DW]),
         .m_awvalid(m_awvalid), .m_awready(m_awready), .m_awaddr(m_awaddr), .m_awlen(m_awlen),
         .m_wvalid(m_wvalid), .m_wready(m_wready), .m_wdata(m_wdata), .m_wlast(m_wlast),
         .m_bvalid(m_bvalid), .m_bready(m_bready), .m_bresp(m_bresp), .err(err), .idle(wr_idle), .w_busy(w_busy)
@@ -136,7 +150,7 @@ module zq_out_dma #(
 
     always_ff @(posedge clk) begin
         if (rst) bytes_written <= '0;
-        else if (m_wvalid && m_wready) bytes_written <= bytes_written + 32'd8;
+        else if (m_wvalid && m_wready) bytes_written <= bytes_written + 32'(NB);
     end
 
     assign idle = wr_idle && !f_valid && !cq_valid && (b_left == '0);

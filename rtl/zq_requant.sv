@@ -8,11 +8,12 @@
 //
 // Exact for every layer the exporter accepts (-31 <= s <= 31, |acc << -s| < 2^31 proven
 // at export); intermediates are ACC_W + 2 bits.
+`include "zq_spec.svh"
 `default_nettype none
 
 module zq_requant #(
     parameter N_PE  = 16,
-    parameter ACC_W = 32,
+    parameter ACC_W = `ZQ_ACC_BITS,
     parameter OUT_W = 18
 ) (
     input  wire                       clk,
@@ -20,7 +21,7 @@ module zq_requant #(
     // layer constants (stable while the layer runs)
     input  wire signed [ACC_W-1:0]    rnd,
     input  wire                       shr,        // s > 0
-    input  wire [4:0]                 sh,         // |s|
+    input  wire [$clog2(ACC_W)-1:0]   sh,         // |s|
     input  wire                       relu,
     input  wire signed [OUT_W-1:0]    lo,
     input  wire signed [OUT_W-1:0]    hi,

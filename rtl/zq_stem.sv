@@ -21,6 +21,7 @@
 //    once the first layer has released the ring slot. `rows_avail` counts the
 //    stem rows written.
 // With K = S = 1 and PAD = 0 the same logic writes the channel-padded frame.
+`include "zq_spec.svh"
 `default_nettype none
 
 module zq_stem #(
@@ -45,7 +46,7 @@ module zq_stem #(
     input  wire [10:0]        release_rows,
     output logic [10:0]       rows_avail,
     // stream
-    input  wire [31:0]        s_tdata,
+    input  wire [`ZQ_STREAM_BITS-1:0] s_tdata,
     input  wire               s_tvalid,
     output logic              s_tready,
     input  wire               s_tlast,
@@ -63,7 +64,8 @@ module zq_stem #(
 );
 
     localparam PAD       = K / 2;
-    localparam IN_BEATS  = IN_SIZE * IN_SIZE * IN_CH / 4;
+    localparam BB        = `ZQ_STREAM_BITS / 8;   // bytes (pixel channels) per beat
+    localparam IN_BEATS  = IN_SIZE * IN_SIZE * IN_CH / BB;
     localparam PIX_W     = IN_CH * 8;
     localparam XW        = $clog2(IN_SIZE + 1);
     localparam RR_W      = $clog2(RAW_RR);
@@ -71,13 +73,13 @@ module zq_stem #(
     localparam UNITS     = (IN_WORDS + WPG - 1) / WPG;
     localparam LWPG      = (WPG > 1) ? $clog2(WPG) : 0;
     localparam LSIZE     = $clog2(SIZE);
-    localparam CAP       = IN_CH + 4;          // byte buffer
+    localparam CAP       = IN_CH + BB;         // byte buffer
     localparam CAP_W     = $clog2(CAP + 1);
     localparam BW        = $clog2(IN_BEATS + 1);
     localparam NCOL      = (SIZE - 1) * S + K; // columns scanned per stem row
 
     // parameter checks, at elaboration
-    if ((IN_SIZE * IN_SIZE * IN_CH) % 4 != 0) begin : g_param_check0
+    if ((IN_SIZE * IN_SIZE * IN_CH) % BB != 0) begin : g_param_check0
         $error("zq_stem: the frame is not whole 32-bit beats");
     end
     if (RAW_RR < K + S || (RAW_RR & (RAW_RR - 1)) != 0) begin : g_param_check1
@@ -112,7 +114,7 @@ module zq_stem #(
     wire emit_pix  = pix_ready && raw_room && (istate != I_DRAIN) && !abort_q;
     wire [CAP_W-1:0] bcnt_after = emit_pix ? bcnt_m : bcnt;
     // after an abort the rest of the frame is taken and dropped (its TLAST still ends the frame)
-    assign s_tready = (istate == I_DRAIN) || ((istate == I_RECV) && (abort_q || (bcnt_after <= CAP_W'(CAP - 4))));
+    assign s_tready = (istate == I_DRAIN) || ((istate == I_RECV) && (abort_q || (bcnt_after <= CAP_W'(CAP - BB))));
     wire beat = s_tvalid && s_tready;
 
     always_ff @(posedge clk) begin
@@ -142,9 +144,9 @@ module zq_stem #(
                 nb_keep = bbuf;
                 nb_emit = bbuf >> PIX_W;
                 if (beat && istate == I_RECV && !abort_q) begin
-                    for (int q = 0; q + 4 <= CAP; q++) begin      // constant positions: decoded, no shifter
-                        if (bcnt == CAP_W'(q))   nb_keep[q*8 +: 32] = s_tdata;
-                        if (bcnt_m == CAP_W'(q)) nb_emit[q*8 +: 32] = s_tdata;
+                    for (int q = 0; q + BB <= CAP; q++) begin     // constant positions: decoded, no shifter
+                        if (bcnt == CAP_W'(q))   nb_keep[q*8 +: BB*8] = s_tdata;
+                        if (bcnt_m == CAP_W'(q)) nb_emit[q*8 +: BB*8] = s_tdata;
                     end
                 end
                 bbuf <= emit_pix ? nb_emit : nb_keep;

@@ -57,18 +57,18 @@ module zq_top #(
     input  wire         ap_clk,
     input  wire         ap_rst_n,
 
-    input  wire  [31:0] s_axis_in_TDATA,
+    input  wire  [`ZQ_STREAM_BITS-1:0] s_axis_in_TDATA,
     input  wire         s_axis_in_TVALID,
     output wire         s_axis_in_TREADY,
-    input  wire  [3:0]  s_axis_in_TKEEP,
-    input  wire  [3:0]  s_axis_in_TSTRB,
+    input  wire  [`ZQ_STREAM_BITS/8-1:0]  s_axis_in_TKEEP,
+    input  wire  [`ZQ_STREAM_BITS/8-1:0]  s_axis_in_TSTRB,
     input  wire  [0:0]  s_axis_in_TLAST,
 
-    output wire  [31:0] m_axis_out_TDATA,
+    output wire  [`ZQ_STREAM_BITS-1:0] m_axis_out_TDATA,
     output wire         m_axis_out_TVALID,
     input  wire         m_axis_out_TREADY,
-    output wire  [3:0]  m_axis_out_TKEEP,
-    output wire  [3:0]  m_axis_out_TSTRB,
+    output wire  [`ZQ_STREAM_BITS/8-1:0]  m_axis_out_TKEEP,
+    output wire  [`ZQ_STREAM_BITS/8-1:0]  m_axis_out_TSTRB,
     output wire  [0:0]  m_axis_out_TLAST,
 
     input  wire  [C_S_AXI_CONTROL_ADDR_WIDTH-1:0] s_axi_control_AWADDR,
@@ -90,40 +90,40 @@ module zq_top #(
     input  wire         s_axi_control_RREADY,
 
     // m_axi_wts: reads only (its write channels are tied off)
-    output wire         m_axi_wts_AWVALID, input wire m_axi_wts_AWREADY, output wire [31:0] m_axi_wts_AWADDR,
+    output wire         m_axi_wts_AWVALID, input wire m_axi_wts_AWREADY, output wire [`ZQ_AXI_ADDR_BITS-1:0] m_axi_wts_AWADDR,
     output wire [0:0]   m_axi_wts_AWID, output wire [7:0] m_axi_wts_AWLEN, output wire [2:0] m_axi_wts_AWSIZE,
     output wire [1:0]   m_axi_wts_AWBURST, output wire [0:0] m_axi_wts_AWLOCK, output wire [3:0] m_axi_wts_AWCACHE,
     output wire [2:0]   m_axi_wts_AWPROT, output wire [3:0] m_axi_wts_AWQOS, output wire [3:0] m_axi_wts_AWREGION,
     output wire [0:0]   m_axi_wts_AWUSER,
-    output wire         m_axi_wts_WVALID, input wire m_axi_wts_WREADY, output wire [63:0] m_axi_wts_WDATA,
-    output wire [7:0]   m_axi_wts_WSTRB, output wire m_axi_wts_WLAST, output wire [0:0] m_axi_wts_WID,
+    output wire         m_axi_wts_WVALID, input wire m_axi_wts_WREADY, output wire [`ZQ_AXI_DATA_BITS-1:0] m_axi_wts_WDATA,
+    output wire [`ZQ_AXI_DATA_BITS/8-1:0] m_axi_wts_WSTRB, output wire m_axi_wts_WLAST, output wire [0:0] m_axi_wts_WID,
     output wire [0:0]   m_axi_wts_WUSER,
-    output wire         m_axi_wts_ARVALID, input wire m_axi_wts_ARREADY, output wire [31:0] m_axi_wts_ARADDR,
+    output wire         m_axi_wts_ARVALID, input wire m_axi_wts_ARREADY, output wire [`ZQ_AXI_ADDR_BITS-1:0] m_axi_wts_ARADDR,
     output wire [0:0]   m_axi_wts_ARID, output wire [7:0] m_axi_wts_ARLEN, output wire [2:0] m_axi_wts_ARSIZE,
     output wire [1:0]   m_axi_wts_ARBURST, output wire [0:0] m_axi_wts_ARLOCK, output wire [3:0] m_axi_wts_ARCACHE,
     output wire [2:0]   m_axi_wts_ARPROT, output wire [3:0] m_axi_wts_ARQOS, output wire [3:0] m_axi_wts_ARREGION,
     output wire [0:0]   m_axi_wts_ARUSER,
-    input  wire         m_axi_wts_RVALID, output wire m_axi_wts_RREADY, input wire [63:0] m_axi_wts_RDATA,
+    input  wire         m_axi_wts_RVALID, output wire m_axi_wts_RREADY, input wire [`ZQ_AXI_DATA_BITS-1:0] m_axi_wts_RDATA,
     input  wire         m_axi_wts_RLAST, input wire [0:0] m_axi_wts_RID, input wire [0:0] m_axi_wts_RUSER,
     input  wire [1:0]   m_axi_wts_RRESP,
     input  wire         m_axi_wts_BVALID, output wire m_axi_wts_BREADY, input wire [1:0] m_axi_wts_BRESP,
     input  wire [0:0]   m_axi_wts_BID, input wire [0:0] m_axi_wts_BUSER,
 
     // m_axi_act: reads (input rings) and writes (DDR tensors)
-    output wire         m_axi_act_AWVALID, input wire m_axi_act_AWREADY, output wire [31:0] m_axi_act_AWADDR,
+    output wire         m_axi_act_AWVALID, input wire m_axi_act_AWREADY, output wire [`ZQ_AXI_ADDR_BITS-1:0] m_axi_act_AWADDR,
     output wire [0:0]   m_axi_act_AWID, output wire [7:0] m_axi_act_AWLEN, output wire [2:0] m_axi_act_AWSIZE,
     output wire [1:0]   m_axi_act_AWBURST, output wire [0:0] m_axi_act_AWLOCK, output wire [3:0] m_axi_act_AWCACHE,
     output wire [2:0]   m_axi_act_AWPROT, output wire [3:0] m_axi_act_AWQOS, output wire [3:0] m_axi_act_AWREGION,
     output wire [0:0]   m_axi_act_AWUSER,
-    output wire         m_axi_act_WVALID, input wire m_axi_act_WREADY, output wire [63:0] m_axi_act_WDATA,
-    output wire [7:0]   m_axi_act_WSTRB, output wire m_axi_act_WLAST, output wire [0:0] m_axi_act_WID,
+    output wire         m_axi_act_WVALID, input wire m_axi_act_WREADY, output wire [`ZQ_AXI_DATA_BITS-1:0] m_axi_act_WDATA,
+    output wire [`ZQ_AXI_DATA_BITS/8-1:0] m_axi_act_WSTRB, output wire m_axi_act_WLAST, output wire [0:0] m_axi_act_WID,
     output wire [0:0]   m_axi_act_WUSER,
-    output wire         m_axi_act_ARVALID, input wire m_axi_act_ARREADY, output wire [31:0] m_axi_act_ARADDR,
+    output wire         m_axi_act_ARVALID, input wire m_axi_act_ARREADY, output wire [`ZQ_AXI_ADDR_BITS-1:0] m_axi_act_ARADDR,
     output wire [0:0]   m_axi_act_ARID, output wire [7:0] m_axi_act_ARLEN, output wire [2:0] m_axi_act_ARSIZE,
     output wire [1:0]   m_axi_act_ARBURST, output wire [0:0] m_axi_act_ARLOCK, output wire [3:0] m_axi_act_ARCACHE,
     output wire [2:0]   m_axi_act_ARPROT, output wire [3:0] m_axi_act_ARQOS, output wire [3:0] m_axi_act_ARREGION,
     output wire [0:0]   m_axi_act_ARUSER,
-    input  wire         m_axi_act_RVALID, output wire m_axi_act_RREADY, input wire [63:0] m_axi_act_RDATA,
+    input  wire         m_axi_act_RVALID, output wire m_axi_act_RREADY, input wire [`ZQ_AXI_DATA_BITS-1:0] m_axi_act_RDATA,
     input  wire         m_axi_act_RLAST, input wire [0:0] m_axi_act_RID, input wire [0:0] m_axi_act_RUSER,
     input  wire [1:0]   m_axi_act_RRESP,
     input  wire         m_axi_act_BVALID, output wire m_axi_act_BREADY, input wire [1:0] m_axi_act_BRESP,
@@ -158,11 +158,14 @@ module zq_top #(
     if (WBUF_DEPTH > (1 << WR_W)) begin : g_param_check4
         $error("zq_top: WBUF_DEPTH=%0d > 2^WR_W=%0d", WBUF_DEPTH, 1 << WR_W);
     end
-    if (HDR_BYTES % 128 != 0) begin : g_param_check5
+    if (HDR_BYTES % `ZQ_AXI_LINE_BYTES != 0) begin : g_param_check5
         $error("zq_top: HDR_BYTES=%0d", HDR_BYTES);
     end
     if (`ZQ_SPEC_VERSION != (ENGINE_INFO & 255)) begin : g_param_check6
         $error("zq_top: ENGINE_INFO spec version differs from zq_spec.svh");
+    end
+    if (`ZQ_RTL_LAYER_DRAIN < `ZQ_RTL_PIPE_WRITEBACK) begin : g_param_check7
+        $error("zq_top: a drain of %0d cycles does not cover the write-back", `ZQ_RTL_LAYER_DRAIN);
     end
 
     // ---- reset ----------------------------------------------------------------------
@@ -211,7 +214,8 @@ module zq_top #(
     wire               err_count = err_flags != 0 && err_frames != ERRC_W'(`ZQ_STATUS_ERRCNT_MAX);
     wire [ERRC_W-1:0]  err_frames_next = err_count ? err_frames + ERRC_W'(1) : err_frames;
     logic [31:0]   frames;
-    logic [3:0]    drain_cnt;
+    localparam DRAIN_W = $clog2(`ZQ_RTL_LAYER_DRAIN + 1);
+    logic [DRAIN_W-1:0] drain_cnt;
     logic [31:0]   wts_base, act_base;
 
     `define ZQ_ROW_FUNCTIONS
@@ -326,13 +330,17 @@ module zq_top #(
                     layer_start <= 1'b1;
                     state <= T_RUN;
                 end
-                T_RUN: if (!layer_start && !core_busy) begin
-                    drain_cnt <= 4'd3;
+                // the layer ends when its last result is in the write-back registers and its input
+                // DMA is done: a layer that does not read its source's last rows (a 1x1 stride-2
+                // conv) finishes before the DMA has them, and the next layer's DMA must not take
+                // their beats
+                T_RUN: if (!layer_start && !core_busy && !fill_busy) begin
+                    drain_cnt <= DRAIN_W'(`ZQ_RTL_LAYER_DRAIN - 1);
                     state <= T_DRAIN;
                 end
-                T_DRAIN: begin
-                    drain_cnt <= drain_cnt - 4'd1;
-                    if (drain_cnt == 4'd0) begin
+                T_DRAIN: begin                       // the last result's write-back, then the next row
+                    drain_cnt <= drain_cnt - DRAIN_W'(1);
+                    if (drain_cnt == '0) begin
                         if (li == (LI_W+1)'(N_LAYERS - 1)) state <= T_INPUT;
                         else begin
                             li <= li + 1'b1;
@@ -499,8 +507,8 @@ module zq_top #(
         .m_axis_tdata(m_axis_out_TDATA), .m_axis_tvalid(m_axis_out_TVALID), .m_axis_tready(m_axis_out_TREADY),
         .m_axis_tlast(m_axis_out_TLAST[0]), .done(out_done)
     );
-    assign m_axis_out_TKEEP = 4'hF;
-    assign m_axis_out_TSTRB = 4'hF;
+    assign m_axis_out_TKEEP = '1;
+    assign m_axis_out_TSTRB = '1;
 
     // ---- measured figures (RTL twin only) -----------------------------------------------------
     logic        cnt_run;
@@ -533,7 +541,7 @@ module zq_top #(
                 lcyc <= lcyc + 32'd1;
                 if ((stall_mem && state == T_RUN) || (state == T_WAITWR && c_rd_wait && !out_idle)) lstall <= lstall + 32'd1;
             end
-            if (state == T_DRAIN && drain_cnt == 4'd0) begin
+            if (state == T_DRAIN && drain_cnt == '0) begin
                 lc_mem[li[LI_W-1:0]] <= lcyc + 32'd1;
                 ls_mem[li[LI_W-1:0]] <= lstall;
             end
@@ -549,22 +557,23 @@ module zq_top #(
     assign o_lcyc   = (r_layer_sel < N_LAYERS) ? lc_mem[LI_W'(r_layer_sel)] : 32'd0;
     assign o_lstall = (r_layer_sel < N_LAYERS) ? ls_mem[LI_W'(r_layer_sel)] : 32'd0;
 
-    // ---- tied-off and constant AXI fields --------------------------------------------------------
+    // ---- tied-off and constant AXI fields (full-width INCR beats, ID 0, AxCACHE 0011) ---------------
+    localparam [2:0] AXSIZE = 3'($clog2(`ZQ_AXI_DATA_BITS / 8));
     assign m_axi_wts_AWVALID = 1'b0; assign m_axi_wts_AWADDR = '0; assign m_axi_wts_AWID = '0;
-    assign m_axi_wts_AWLEN = '0; assign m_axi_wts_AWSIZE = 3'd3; assign m_axi_wts_AWBURST = 2'd1;
+    assign m_axi_wts_AWLEN = '0; assign m_axi_wts_AWSIZE = AXSIZE; assign m_axi_wts_AWBURST = 2'd1;
     assign m_axi_wts_AWLOCK = '0; assign m_axi_wts_AWCACHE = 4'd3; assign m_axi_wts_AWPROT = '0;
     assign m_axi_wts_AWQOS = '0; assign m_axi_wts_AWREGION = '0; assign m_axi_wts_AWUSER = '0;
     assign m_axi_wts_WVALID = 1'b0; assign m_axi_wts_WDATA = '0; assign m_axi_wts_WSTRB = '0;
     assign m_axi_wts_WLAST = 1'b0; assign m_axi_wts_WID = '0; assign m_axi_wts_WUSER = '0;
     assign m_axi_wts_BREADY = 1'b1;
-    assign m_axi_wts_ARID = '0; assign m_axi_wts_ARSIZE = 3'd3; assign m_axi_wts_ARBURST = 2'd1;
+    assign m_axi_wts_ARID = '0; assign m_axi_wts_ARSIZE = AXSIZE; assign m_axi_wts_ARBURST = 2'd1;
     assign m_axi_wts_ARLOCK = '0; assign m_axi_wts_ARCACHE = 4'd3; assign m_axi_wts_ARPROT = '0;
     assign m_axi_wts_ARQOS = '0; assign m_axi_wts_ARREGION = '0; assign m_axi_wts_ARUSER = '0;
-    assign m_axi_act_AWID = '0; assign m_axi_act_AWSIZE = 3'd3; assign m_axi_act_AWBURST = 2'd1;
+    assign m_axi_act_AWID = '0; assign m_axi_act_AWSIZE = AXSIZE; assign m_axi_act_AWBURST = 2'd1;
     assign m_axi_act_AWLOCK = '0; assign m_axi_act_AWCACHE = 4'd3; assign m_axi_act_AWPROT = '0;
     assign m_axi_act_AWQOS = '0; assign m_axi_act_AWREGION = '0; assign m_axi_act_AWUSER = '0;
-    assign m_axi_act_WSTRB = 8'hFF; assign m_axi_act_WID = '0; assign m_axi_act_WUSER = '0;
-    assign m_axi_act_ARID = '0; assign m_axi_act_ARSIZE = 3'd3; assign m_axi_act_ARBURST = 2'd1;
+    assign m_axi_act_WSTRB = '1; assign m_axi_act_WID = '0; assign m_axi_act_WUSER = '0;
+    assign m_axi_act_ARID = '0; assign m_axi_act_ARSIZE = AXSIZE; assign m_axi_act_ARBURST = 2'd1;
     assign m_axi_act_ARLOCK = '0; assign m_axi_act_ARCACHE = 4'd3; assign m_axi_act_ARPROT = '0;
     assign m_axi_act_ARQOS = '0; assign m_axi_act_ARREGION = '0; assign m_axi_act_ARUSER = '0;
 

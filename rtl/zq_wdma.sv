@@ -31,7 +31,7 @@ module zq_wdma #(
     input  wire               rst,
     input  wire               start,        // frame start
     input  wire               abort,
-    input  wire [31:0]        base,
+    input  wire [`ZQ_AXI_ADDR_BITS-1:0] base,
     input  wire [23:0]        release_words,
     output logic [23:0]       loaded,       // words in the ring (image index of the next word)
     output logic              hdr_ok,       // the header of this frame checked out
@@ -45,27 +45,30 @@ module zq_wdma #(
     // AXI4 read
     output logic              m_arvalid,
     input  wire               m_arready,
-    output logic [31:0]       m_araddr,
+    output logic [`ZQ_AXI_ADDR_BITS-1:0] m_araddr,
     output logic [7:0]        m_arlen,
     input  wire               m_rvalid,
     output logic              m_rready,
-    input  wire [63:0]        m_rdata,
+    input  wire [`ZQ_AXI_DATA_BITS-1:0] m_rdata,
     input  wire               m_rlast,
     input  wire [1:0]         m_rresp,
     output logic [31:0]       bytes_read
 );
 
-    localparam BPW      = WORD_BYTES / 8;            // beats per word
-    localparam HDR_BEATS = HDR_BYTES / 8;
+    localparam DW       = `ZQ_AXI_DATA_BITS;
+    localparam NB       = DW / 8;                    // bytes per beat
+    localparam LINE     = `ZQ_AXI_LINE_BYTES;
+    localparam BPW      = WORD_BYTES / NB;           // beats per word
+    localparam HDR_BEATS = HDR_BYTES / NB;
     localparam BURST    = `ZQ_AXI_BURST_BEATS;
     localparam [31:0] IMG_BEATS = HDR_BEATS + N_WORDS * BPW;
 
     // parameter checks, at elaboration
-    if (WORD_BYTES % 128 != 0 && WORD_BYTES != 64) begin : g_param_check0
+    if (WORD_BYTES % LINE != 0 && WORD_BYTES != LINE / 2) begin : g_param_check0
         $error("zq_wdma: WORD_BYTES=%0d", WORD_BYTES);
     end
-    if (HDR_BYTES % 128 != 0) begin : g_param_check1
-        $error("zq_wdma: HDR_BYTES=%0d must be a multiple of 128", HDR_BYTES);
+    if (HDR_BYTES % LINE != 0) begin : g_param_check1
+        $error("zq_wdma: HDR_BYTES=%0d must be a multiple of %0d", HDR_BYTES, LINE);
     end
 
     logic        cached;          // the ring holds the whole image (CACHE builds)
@@ -119,9 +122,9 @@ module zq_wdma #(
     end
 
     logic        rd_valid, rd_last, rd_err, rd_idle;
-    logic [63:0] rd_data;
-    zq_axi_rd #(.ADDR_W(32), .DATA_W(64), .MAX_OUT(MAX_OUT)) u_rd (
-        .clk(clk), .rst(rst), .cmd_valid(cmd_valid), .cmd_ready(cmd_ready), .cmd_addr(c_base + (q_beat << 3)),
+    logic [DW-1:0] rd_data;
+    zq_axi_rd #(.ADDR_W(`ZQ_AXI_ADDR_BITS), .DATA_W(DW), .MAX_OUT(MAX_OUT)) u_rd (
+        .clk(clk), .rst(rst), .cmd_valid(cmd_valid), .cmd_ready(cmd_ready), .cmd_addr(c_base + q_beat * NB),
         .cmd_beats(5'(q_end - q_beat)),
         .m_arvalid(m_arvalid), .m_arready(m_arready), .m_araddr(m_araddr), .m_arlen(m_arlen),
         .m_rvalid(m_rvalid), .m_rready(m_rready), .m_rdata(m_rdata), .m_rlast(m_rlast), .m_rresp(m_rresp),
@@ -130,7 +133,7 @@ module zq_wdma #(
     );
 
     // ---- responses: header words, then weight words --------------------------------
-    logic [BPW*64-1:0] word;
+    logic [BPW*DW-1:0] word;
     logic [31:0]       hdr [0:`ZQ_HDR_WORDS-1];
     logic [$clog2(BPW+1)-1:0] wbeat;
     always_ff @(posedge clk) begin
@@ -158,12 +161,12 @@ module zq_wdma #(
                     hdr_bad <= !(err_seen || rd_err);
             end
             if (p_beat >= HDR_BEATS) begin
-                word <= {rd_data, word[BPW*64-1:64]};
+                word <= {rd_data, word[BPW*DW-1:DW]};
                 if (32'(wbeat) == BPW - 1) begin
                     wbeat     <= '0;
                     w_wr_en   <= 1'b1;
                     w_wr_addr <= WR_W'(loaded);
-                    w_wr_data <= {rd_data, word[BPW*64-1:64]};
+                    w_wr_data <= {rd_data, word[BPW*DW-1:DW]};
                     loaded    <= loaded + 24'd1;
                 end else begin
                     wbeat <= wbeat + 1'b1;
@@ -175,7 +178,7 @@ module zq_wdma #(
 
     always_ff @(posedge clk) begin
         if (rst) bytes_read <= '0;
-        else if (rd_valid) bytes_read <= bytes_read + 32'd8;
+        else if (rd_valid) bytes_read <= bytes_read + 32'(NB);
     end
 
     assign busy = active || !rd_idle;

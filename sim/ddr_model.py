@@ -47,7 +47,7 @@ from cocotb.triggers import First, ReadOnly, RisingEdge
 from cocotb.utils import get_sim_time
 from cocotbext.axi.sparse_memory import SparseMemory
 
-from zynqflow.spec.engine import AXI_BURST_BEATS, MEMORY_MODEL, MemoryModel, memory_preset
+from zynqflow.spec.engine import AXI_BURST_BEATS, MEMORY_MODEL, STREAM_BITS, MemoryModel, memory_preset
 
 OKAY, SLVERR, DECERR = 0, 2, 3
 PAGE = 4096
@@ -519,6 +519,8 @@ class Ddr:
             raise ValueError(f"memory model: cpu_share {m.cpu_share} leaves the masters no bandwidth")
         self.streams: list[tuple] = []    # (valid, ready, bytes per beat)
         self.stream_bytes = 0
+        self.pending_charge = 0           # bytes charged and not yet taken from the shared budget
+        self.dma_bytes_per_cycle = STREAM_BITS // 8
         self.hooks: list = []             # called every cycle with the memory cycle that ended (signals hold its values)
         self.refresh_cycles_seen = 0
         self.ports = [DdrPort(self, dut, p, i) for i, p in enumerate(prefixes)]
@@ -546,8 +548,11 @@ class Ddr:
 
     # ---- shared budget -------------------------------------------------------------------------
     def charge(self, nbytes: int) -> None:
-        """Bytes another master (the DMA, or the streams standing for it) moved this cycle."""
-        self.shared.take(nbytes)
+        """Bytes another master moves through the DDR (the DMA: a packet, or the streams standing for
+        it: a beat), charged to the shared budget at most ``dma_bytes_per_cycle`` a cycle from now on
+        (the DMA moves a packet at its stream's rate)."""
+        if not self.shared.free:
+            self.pending_charge += nbytes
         self.stream_bytes += nbytes
 
     def charge_stream(self, valid, ready, beat_bytes: int) -> None:
@@ -615,6 +620,10 @@ class Ddr:
                 for p in ports:
                     p.dut_reset(keep)
             # the end of cycle `now`
+            if self.pending_charge:
+                n = min(self.pending_charge, self.dma_bytes_per_cycle)
+                shared.take(n)
+                self.pending_charge -= n
             if not shared.free:
                 shared.refill()
             for p in ports:
@@ -631,7 +640,7 @@ class Ddr:
             # are all alike: READY as driven, buckets refilling); not with streams charged, hooks,
             # random behaviour or holds, which act every cycle
             if self.period and not streams and not self.hooks and not self.model.stall_prob and \
-                    all(p.quiet() for p in ports):
+                    not self.pending_charge and all(p.quiet() for p in ports):
                 quiet += 1
             else:
                 quiet = 0

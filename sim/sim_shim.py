@@ -783,20 +783,28 @@ class SimOverlay:
     accelerator's and the DMA's interrupt lines are wired (through an axi_intc on the board).
     ``clock``: the cocotb ``Clock`` driving ``ap_clk`` (lets ``clocks.fclk0_mhz`` set it).
     ``pynq_dma``: use pynq's own DMA channel driver (if pynq imports; importing it in a
-    simulator process takes seconds), else the shim's port of it."""
+    simulator process takes seconds), else the shim's port of it.
+    ``memory``: the DDR's memory preset (spec.engine.MEMORY_PRESETS, or a MemoryModel; default
+    ``$ZQ_MEMORY`` with ``$ZQ_MEMORY_OVERRIDES``, else ``ideal``). With a shared budget the DMA's
+    DDR bytes (each packet it reads for MM2S or writes for S2MM, at its stream's rate) draw on it too."""
 
     def __init__(self, dut, period_ns: float = 10.0, backpressure: float = 0.0, seed: int = 1,
                  poll_cycles: int = 256, accel_name: str = "zq_top_0", dma_name: str = "axi_dma_0",
                  faults=(), registers: dict | None = None, interrupts: bool = True, clock=None,
                  pynq_dma: bool = False, engine: str = "rtl", alloc: dict | None = None, dma: dict | None = None,
-                 omit_ips=()):
+                 omit_ips=(), memory=None):
+        import json
+        import os
+
         from zynqflow.sim.ddr_model import Ddr
 
         self.dut = dut
         clk, rst = dut.ap_clk, dut.ap_rst_n
         self._sim = _Sim(clk, period_ns)
         self.engine = engine
-        self.ddr = Ddr(dut, clk, rst, get_sim_steps(period_ns, "ns"))
+        overrides = json.loads(os.environ.get("ZQ_MEMORY_OVERRIDES", "{}")) if memory is None else {}
+        self.ddr = Ddr(dut, clk, rst, get_sim_steps(period_ns, "ns"), model=memory or os.environ.get("ZQ_MEMORY", "ideal"),
+                       **overrides)
         self.axil = AxiLiteMaster(AxiLiteBus.from_prefix(dut, "s_axi_control"), clk, rst, reset_active_level=False)
         self.source = AxiStreamSource(AxiStreamBus.from_prefix(dut, "s_axis_in"), clk, rst, reset_active_level=False)
         self.sink = AxiStreamSink(AxiStreamBus.from_prefix(dut, "m_axis_out"), clk, rst, reset_active_level=False)

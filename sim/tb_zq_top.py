@@ -234,6 +234,22 @@ class TB:
                              mac_cycles=l["mac_cycles"], cycles_model=l.get("cycles_model")))
         return rows
 
+    async def single_frames(self, source: str, n: int, stop=None) -> tuple[list, np.ndarray]:
+        """Reset, set the bases, then ``n`` frames of ``source`` with one ap_start each (``stop()``
+        true after a frame ends the run early); returns the logits and the golden ones."""
+        await self.reset()
+        await self.set_bases()
+        frames = self.ex.frames(n, source)[0]
+        expected = self.ex.golden(frames)
+        got = []
+        for f in frames:
+            await self.start()
+            await self.send(self.frame_bytes(f))
+            got.append(await self.recv_logits())
+            if stop is not None and stop():
+                break
+        return got, expected
+
     async def frame_figures(self) -> dict:
         return {n: await self.rd(n) for n in ("cycles_last", "dram_stall_cycles", "dram_rd_bytes", "dram_wr_bytes")}
 
@@ -691,17 +707,7 @@ async def busy_hole(dut):
     iso = LastStepIsolator(dut, tb.ddr.act, li, tb.ex.man["layers"][li]["mac_cycles"],
                            fifo_threshold=E.RTL_OUT_FIFO_UNITS - E.RTL_OUT_FIFO_MARGIN)
     tb.ddr.hooks.append(iso.cycle)
-    await tb.reset()
-    await tb.set_bases()
-    frames = tb.ex.frames(2, "random:13")[0]
-    expected = tb.ex.golden(frames)
-    got = []
-    for f in frames:
-        await tb.start()
-        await tb.send(tb.frame_bytes(f))
-        got.append(await tb.recv_logits())
-        if not iso.done:
-            break
+    got, expected = await tb.single_frames("random:13", 2, stop=lambda: not iso.done)
     status = await tb.rd("status")
     tb.write_result(isolator=iso.report(), logits=got, expected=expected[:len(got)], status=status)
     tb.check(iso.done, f"the memory could not isolate the last step of {name}: {iso.report()}")
@@ -710,6 +716,60 @@ async def busy_hole(dut):
                                                   f"{expected[0].tolist()}")
     tb.check(status == 0, f"status 0x{status:08x} ({E.decode_status(status)})")
     tb.check(len(got) == 2 and np.array_equal(got[1], expected[1]), "the frame after it differs from golden")
+
+
+class LateLastRow:
+    """A memory that answers the last input row of layer ``li`` late. The layer (a 1x1 stride-2
+    conv over a DDR tensor) never reads that row, so its loop ends while the row is still in
+    flight: its R beats are held until ``hold_after`` cycles after zq_core has gone idle, and
+    (when the engine has moved on meanwhile) until the next layer's input DMA has started."""
+
+    T_FETCH, T_DECODE, T_WAITWR = 2, 3, 4
+
+    def __init__(self, dut, port, li: int, rows: int, hold_after: int = 100):
+        self.li, self.rows, self.hold_after = li, rows, hold_after
+        self.r = dict(li=signal_reader(dut.li), top=signal_reader(dut.state), p_y=signal_reader(dut.u_fill.p_y),
+                      core=signal_reader(dut.core_busy))
+        self.idle_at = None
+        self.holding = False
+        self.held_past_layer = 0          # frames whose last row was still held when the layer's loop ended
+        port.hold("r", self.hold)
+
+    def hold(self, c: int) -> bool:
+        r = self.r
+        li = r["li"]()
+        if li == self.li and r["p_y"]() >= self.rows - 1:
+            if not r["core"]() and self.idle_at is None:
+                self.idle_at = c
+                self.held_past_layer += 1
+            h = self.idle_at is None or c < self.idle_at + self.hold_after
+        else:
+            h = li == self.li + 1 and self.holding and r["top"]() in (self.T_FETCH, self.T_DECODE, self.T_WAITWR)
+        if not h and li != self.li:
+            self.idle_at = None
+        self.holding = h
+        return h
+
+
+@cocotb.test(timeout_time=TIMEOUT_MS, timeout_unit="ms")
+async def late_last_row(dut):
+    """Layer ZQ_TARGET_LAYER leaves the last row of its DDR source unread; the memory answers that
+    row only after the layer's loop has ended: the next layer (which reads DDR too) must not take
+    those beats, every frame bit-exact."""
+    tb = TB(dut)
+    name = _env("ZQ_TARGET_LAYER")
+    layers = tb.ex.man["layers"]
+    li = [l["name"] for l in layers].index(name)
+    late = LateLastRow(dut, tb.ddr.act, li, layers[li]["in_size"])
+    got, expected = await tb.single_frames("random:19", 2)
+    status = await tb.rd("status")
+    mism = [i for i in range(len(got)) if not np.array_equal(got[i], expected[i])]
+    tb.write_result(held_past_layer=late.held_past_layer, mismatches=mism, status=status)
+    tb.check(late.held_past_layer == len(got), f"the last row of {name} was held past the layer's end in "
+                                               f"{late.held_past_layer} of {len(got)} frames")
+    tb.check(not mism, f"frames {mism} differ from golden after {name}'s unread last row came late "
+                       f"(got {got[mism[0]].tolist() if mism else ''}, expected {expected[mism[0]].tolist() if mism else ''})")
+    tb.check(status == 0, f"status 0x{status:08x} ({E.decode_status(status)})")
 
 
 @cocotb.test(timeout_time=TIMEOUT_MS, timeout_unit="ms")

@@ -3,11 +3,12 @@ spec.engine.MemoryModel on the cocotb path (sim/ddr_model.py), the bugs they fou
 a test that fails on the RTL before its fix, and the proof that the memory's protocol checkers
 fire (the broken master, sim/harness/zq_maxi_echo.sv).
 
-Exports: ``mini16`` is zynqnet-mini on a 16x16 engine with 12 KiB of activation RAM and no
-weight cache: two tensors in DDR (c1, f2), layers in bands fed from DDR, streamed weights, 1x1
-layers of one input chunk (one MAC step per output pixel) that write DDR; ``tiny`` is
-zynqnet-tiny (on chip, cached weights); ``probe1x1`` a fire net whose last layers run on a 1x1
-map (a layer of one MAC step).
+Exports: ``memory`` (export/fixtures.py: variant_config) is a small network that uses DDR in
+every way the engine can, 8 k cycles a frame: tensors in DDR, layers in bands fed from DDR,
+streamed weights, a 1x1 layer that writes DDR at twice a port's rate, two 1x1 stride-2 layers
+reading DDR back to back, layers of one MAC step; ``tiny`` is zynqnet-tiny (on chip, weights
+cached). The busy hole with a 1x1 final map is also held by
+tests/test_qonnx_import.py::test_rtl_final_map_1x1 and the zq_loop_gen testbench.
 """
 
 from __future__ import annotations
@@ -24,8 +25,8 @@ pytestmark = pytest.mark.skipif(KIND != "rtl", reason="the memory scenarios watc
 
 
 @pytest.fixture(scope="session")
-def mini16():
-    return exports.random_export("zynqnet-mini", seed=0, vectors=2, n_pe=16, n_ci=16, act_kb=12, wcache_kb=0)
+def memory():
+    return exports.variant_export("memory", vectors=4)
 
 
 @pytest.fixture(scope="session")
@@ -47,11 +48,27 @@ def run(export_dir, testcase, run_name=None, **env):
     return _builds[key].run(testcase, env, run_name=run_name or testcase)
 
 
-def test_busy_hole_isolated_last_step(mini16):
-    """The busy hole, on every run: the memory holds W so that f2/e1's last step (it writes DDR)
-    is issued alone, long after the one before it; the frame must be bit-exact."""
-    r = run(mini16, "busy_hole", target_layer="f2/e1", frame_budget=400_000)
+def test_busy_hole_isolated_last_step(memory):
+    """The busy hole, on every run: the memory holds W so that e2's last step (it writes DDR) is
+    issued alone, long after the one before it; that frame and the next must be bit-exact."""
+    r = run(memory, "busy_hole", target_layer="e2", frame_budget=200_000)
     assert r["isolator"]["done"] and r["isolator"]["gap"] >= 25, r["isolator"]
+
+
+def test_busy_hole_one_step_layers(memory):
+    """The busy hole without a memory trick: e8 and e9 are one MAC step each (1x1 maps), issued
+    alone after their layer's set-up (engineer 20's 1x1-final-map bug); frames back to back."""
+    man = json.loads((memory / "manifest.json").read_text())
+    assert [l["mac_cycles"] for l in man["layers"][-2:]] == [1, 1]
+    r = run(memory, "run_frames", run_name="one_step", frames=4, source="vectors", mode="auto", frame_budget=100_000)
+    assert r["mismatches"] == [] and r["status"] == 0
+
+
+def test_input_dma_drained_between_layers(memory):
+    """d3 (1x1, stride 2) never reads the last row of t2; the memory answers it after d3's loop has
+    ended; d3b, which reads t2 from DDR next, must not take those beats."""
+    r = run(memory, "late_last_row", target_layer="d3", frame_budget=100_000)
+    assert r["held_past_layer"] == 2 and r["mismatches"] == [] and r["status"] == 0
 
 
 def test_reset_with_reads_in_flight(tiny):
@@ -62,23 +79,23 @@ def test_reset_with_reads_in_flight(tiny):
     assert r["in_flight"] == 8 and r["status"] == 0
 
 
-def test_slave_waits_for_wvalid(mini16):
+def test_slave_waits_for_wvalid(memory):
     """A slave that holds AWREADY until it sees WVALID (AXI A3.3.1 allows it): every DDR write
     still goes out, the frame is bit-exact."""
-    r = run(mini16, "run_frames", run_name="aw_waits_for_w", frames=1, source="random:3", mode="single",
-            memory="ideal", memory_overrides={"aw_waits_for_w": True}, frame_budget=200_000)
+    r = run(memory, "run_frames", run_name="aw_waits_for_w", frames=1, source="random:3", mode="single",
+            memory="ideal", memory_overrides={"aw_waits_for_w": True}, frame_budget=100_000)
     assert r["mismatches"] == [] and r["status"] == 0
 
 
-@pytest.mark.parametrize("preset,seed", [("pynq-z2", 1), ("stress", 1), ("stress", 2)])
-def test_presets_mini_in_ddr(mini16, preset, seed):
-    """zynqnet-mini with tensors in DDR, layers in bands fed from DDR and streamed weights, under
-    the board's memory and the hostile one (every channel gapped and stalled, bandwidth far below
-    demand, AWREADY held until WVALID): bit-exact, status 0, no AXI rule broken, no hang (a frame
-    over its budget fails naming the layer and the cycle)."""
-    r = run(mini16, "run_frames", run_name=f"{preset}_{seed}", frames=2, source=f"random:{seed}", mode="single",
-            memory=preset, memory_overrides={"seed": seed}, frame_budget=1_500_000)
-    assert r["mismatches"] == [] and r["status"] == 0 and r["frames_done"] == 2
+@pytest.mark.parametrize("preset,seed", [("pynq-z2", 1), ("stress", 1), ("stress", 2), ("stress", 3)])
+def test_presets_tensors_in_ddr(memory, preset, seed):
+    """The DDR network under the board's memory and the hostile one (every channel gapped and
+    stalled, bandwidth far below demand, AWREADY held until WVALID), frames back to back:
+    bit-exact, status 0, no AXI rule broken, no hang (a frame over its budget fails naming the
+    layer and the cycle)."""
+    r = run(memory, "run_frames", run_name=f"{preset}_{seed}", frames=3, source=f"random:{seed}", mode="auto",
+            memory=preset, memory_overrides={"seed": seed}, frame_budget=400_000)
+    assert r["mismatches"] == [] and r["status"] == 0 and r["frames_done"] == 3
 
 
 @pytest.mark.parametrize("preset", ["pynq-z2", "stress"])
@@ -88,16 +105,6 @@ def test_presets_on_chip(tiny, preset):
             frame_budget=300_000)
     assert r["mismatches"] == [] and r["status"] == 0 and r["frames_done"] == 6
 
-
-def test_busy_hole_one_step_layer():
-    """The busy hole without any memory trick: a layer of one MAC step (f4/e1 on a 1x1 map) issues
-    it alone after its set-up, so it is in the address stages when nothing else is in flight (the
-    bug engineer 20 found with a 1x1 final map): bit-exact over 4 frames."""
-    ex = exports.variant_export("map1x1", vectors=4)
-    man = json.loads((ex / "manifest.json").read_text())
-    assert min(l["mac_cycles"] for l in man["layers"]) == 1
-    r = run(ex, "run_frames", run_name="map1x1", frames=4, source="vectors", mode="auto", frame_budget=100_000)
-    assert r["mismatches"] == [] and r["status"] == 0
 
 
 def test_checkers_fire_on_the_broken_master():

@@ -48,7 +48,8 @@ PARAMS: dict[str, list[dict]] = {
     "zq_mac_array": [dict(N_PE=16, N_CI=8), dict(N_PE=8, N_CI=4)],
     "zq_requant":   [dict(N_PE=16, ACC_W=32, OUT_W=18), dict(N_PE=4, ACC_W=32, OUT_W=12)],
     "zq_loop_gen":  [dict(N_PE=16, WPG=2, ROW_W=12, WR_W=9), dict(N_PE=32, WPG=4, ROW_W=10, WR_W=6)],
-    "zq_out_dma":   [dict(N_PE=16, DEPTH=64, MARGIN=24, MAX_OUT=8), dict(N_PE=32, DEPTH=32, MARGIN=12, MAX_OUT=2)],
+    "zq_out_dma":   [dict(N_PE=16, DEPTH=E.RTL_OUT_FIFO_UNITS, MARGIN=E.RTL_OUT_FIFO_MARGIN, PIPE=E.RTL_PIPE_DEPTH,
+                          MAX_OUT=8), dict(N_PE=32, DEPTH=32, MARGIN=12, PIPE=6, MAX_OUT=2)],
     "zq_fill_dma":  [dict(N_PE=16, ROW_W=12, MAX_OUT=8), dict(N_PE=8, ROW_W=10, MAX_OUT=2)],
     # streamed through a ring smaller than the image; cached, 64-byte words in an odd number
     "zq_wdma":      [_wdma(128, 5, 45, 0), _wdma(64, 6, 41, 1)],
@@ -69,7 +70,7 @@ SLOW: dict[str, list[dict]] = {
     "zq_mac_array": [dict(N_PE=32, N_CI=8), dict(N_PE=16, N_CI=16)],
     "zq_requant":   [dict(N_PE=2, ACC_W=32, OUT_W=17)],
     "zq_loop_gen":  [dict(N_PE=8, WPG=1, ROW_W=11, WR_W=7)],
-    "zq_out_dma":   [dict(N_PE=8, DEPTH=32, MARGIN=12, MAX_OUT=4)],
+    "zq_out_dma":   [dict(N_PE=8, DEPTH=32, MARGIN=12, PIPE=6, MAX_OUT=4)],
     "zq_fill_dma":  [dict(N_PE=32, ROW_W=12, MAX_OUT=4)],
     "zq_wdma":      [_wdma(256, 6, 30, 0), _wdma(128, 6, 50, 1)],
     "zq_stem":      [_stem(8, 3, 3, 1, 7, 4, 4, 4), _stem(32, 1, 3, 2, 2, 8, 2, 8, row_w=12)],

@@ -36,6 +36,7 @@ import dataclasses
 import cocotb
 
 from zynqflow.sim.tb.common import TBBase, u
+from zynqflow.spec.engine import RTL_PIPE_ADDR as ADDR   # a step reaches S0 ADDR cycles after its issue
 
 DMA_DELAY = 3      # cycles from a release to the first ring write it allows (models; the DMAs take more)
 REL_DELAY = 4      # zq_loop_gen passes its releases through REL_DELAY registers
@@ -255,19 +256,19 @@ class TB(TBBase):
             if m["kind"] == "bias":
                 want = {k: m[k] for k in ("kind", "g", "waddr")}
                 self.eq(st, want, f"layer {L.name}: step {i} (bias of band {m['band']} group {m['g']})")
-                self.check(H[c - 3]["w_loaded"] >= m["blk_end"],
+                self.check(H[c - ADDR]["w_loaded"] >= m["blk_end"],
                            f"layer {L.name}: bias step of block ending at {m['blk_end']} issued with "
-                           f"w_loaded={H[c - 3]['w_loaded']}")
+                           f"w_loaded={H[c - ADDR]['w_loaded']}")
                 if L.ring_fed and m["g"] == 0:
-                    self.check(H[c - 4]["rows_avail"] >= L.need(m["band"]),
-                               f"layer {L.name}: band {m['band']} started with rows_avail={H[c - 4]['rows_avail']} "
+                    self.check(H[c - ADDR - 1]["rows_avail"] >= L.need(m["band"]),
+                               f"layer {L.name}: band {m['band']} started with rows_avail={H[c - ADDR - 1]['rows_avail']} "
                                f"< {L.need(m['band'])}")
             else:
                 want = {k: m[k] for k in keys_mac}
                 if m["zero"]:
                     want["bank"] = want["row"] = None
                 self.eq(st, want, f"layer {L.name}: step {i} (band {m['band']}, pix {m['pix']})")
-                self.eq(H[c - 3]["out_full"], 0, f"layer {L.name}: step {i} issued during out_full")
+                self.eq(H[c - ADDR]["out_full"], 0, f"layer {L.name}: step {i} issued during out_full")
                 if L.ring_fed and m["iy"] is not None:
                     ra = H[c]["rows_avail"]
                     self.check(m["iy"] < ra and (self.ideal or ra <= m["iy"] + (1 << L.src_lg_rows)),

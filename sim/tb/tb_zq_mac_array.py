@@ -20,9 +20,9 @@ import cocotb
 import numpy as np
 
 from zynqflow.sim.tb.common import TBBase, pack, sx, u
-from zynqflow.spec.engine import ACC_BITS, BIAS_BITS, LANE_BITS, W_BITS_MAX
+from zynqflow.spec.engine import ACC_BITS, BIAS_BITS, LANE_BITS, RTL_PIPE_MAC, W_BITS_MAX
 
-LAT = 8
+LAT = RTL_PIPE_MAC      # in_valid -> out_valid (spec: the RTL's pipeline)
 
 
 def wrap32(v: np.ndarray) -> np.ndarray:

@@ -55,7 +55,7 @@ class TB(TBBase):
         self.margin = self.param("MARGIN")
         self.max_out = self.param("MAX_OUT")
         self.bpu = self.npe // 8
-        self.delay = max(1, self.margin - 6)       # results in flight when `full` rises
+        self.delay = self.param("PIPE")            # the producer's pipeline: cycles from issue to the FIFO
         self.mem = SparseMemory(1 << 32)
         self.ram = memory(self, gaps=dict(zip(("aw", "w", "b"), stalls)), write_latency=1, max_writes=32)
         self.axi = AxiMasterChecker(self, "m", 8, read=False, write=True, max_wr=self.max_out, page=LINE)

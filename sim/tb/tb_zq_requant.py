@@ -16,10 +16,10 @@ import cocotb
 import numpy as np
 
 from zynqflow.sim.tb.common import TBBase, pack, sx, u
-from zynqflow.spec.engine import ACC_BITS
+from zynqflow.spec.engine import ACC_BITS, RTL_PIPE_REQUANT
 from zynqflow.spec.numerics import QFormat, requantize
 
-LAT = 4
+LAT = RTL_PIPE_REQUANT  # acc -> y (spec: the RTL's pipeline)
 
 
 class TB(TBBase):
