@@ -328,3 +328,8 @@ def predict_hls(plan, memory: E.MemoryModel = E.MEMORY_MODEL, clock_mhz: float =
                    utilization=macs / (eng.n_pe * eng.n_ci * cycles) if cycles else 0.0,
                    mac_cycles=sum(x["mac_cycles"] for x in out), dram_rd_bytes=int(rd),
                    dram_wr_bytes=int(wr)))
+
+# hls/zq_count.h's enum Counter, in order
+COUNTERS = ("header", "wload", "raw", "scan", "stem_write", "rest", "drain", "out", "fill", "core", "bias", "mac",
+            "wait_rows", "wait_weights", "tail", "w_beats", "units", "port_busy", "results", "ddr_write", "logits",
+            "span")

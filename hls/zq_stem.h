@@ -1,0 +1,217 @@
+// The stem process: the input frame from s_axis_in -> units of the first layer's input rows.
+//
+// The first layer reads the stem tensor: the im2col of the frame (STEM_IM2COL: lane
+// j = (ky*K + kx)*IN_CH + c of pixel (oy, ox) = frame pixel (oy*S + ky - K/2, ox*S + kx - K/2),
+// channel c; zero outside the frame and for j >= K*K*IN_CH) or else the channel-padded frame
+// (K = S = 1). Its rows are built here from a ring of RAW_RR raw frame rows, which is filled
+// from the stream as the rows are needed (rtl/zq_stem.sv does the same), at the RTL's rate:
+// a beat per cycle into a byte buffer, a pixel per cycle out of it.
+//
+// Out: for every stem row ys, for every unit u (STEM_UNITS per pixel: WPG words each, one per
+// bank), for every column x: one unit, the order in which the core fills any ring
+// (row, unit, column). The stream's backpressure is the ring's flow control: the core takes a
+// unit only when its ring slot is free. At the end the rest of the frame is taken up to its
+// TLAST and the framing status goes to the output process.
+#ifndef ZQ_STEM_H
+#define ZQ_STEM_H
+
+#include "zq_count.h"
+#include "zq_framing.h"
+#include "zq_layer.h"
+#include "zq_stream.h"
+#include "zq_types.h"
+
+namespace zq {
+
+// RAW-loop iterations for the frame's first p pixels: an iteration takes at most one beat and
+// writes at most one pixel, and a beat is taken only when the buffer holds less than a pixel,
+// so max(p, ceil(p * IN_CH / 4)).
+inline int raw_iters_to(int p) {
+#pragma HLS INLINE
+    return P::IN_CH <= 4 ? p : (p * P::IN_CH + 3) >> 2;
+}
+
+// Raw frame rows [from, to) from the stream into their slots of the raw ring: one loop at II=1
+// over the rows' pixels; an iteration takes a beat when the byte buffer holds less than a pixel
+// and writes the pixel when it holds one (its IN_CH bytes to the channel banks of row slot
+// r mod RAW_RR at once).
+inline void read_raw_rows(hls::stream<zq_axis_in>& s, InState& in, byte_t raw[P::RAW_RR][P::IN_SIZE][P::IN_CH],
+                          int from, int to) {
+    const int n_iter = raw_iters_to(to * P::IN_SIZE) - raw_iters_to(from * P::IN_SIZE);
+    int slot = from & (P::RAW_RR - 1), x = 0;
+    ZQ_COUNT_ENTRY(C_RAW, FRAME_ROW);
+RAW:
+    for (int i = 0; i < n_iter; i++) {
+#pragma HLS PIPELINE II=1
+#pragma HLS LOOP_TRIPCOUNT min=1 max=MAX_RAW_ITERS
+        ZQ_COUNT(C_RAW, FRAME_ROW);
+        if (in.bcnt < P::IN_CH) {  // less than a pixel in the buffer: the next beat behind its bytes
+            const ap_uint<8 * IN_BUF_BYTES> beat = take_beat(s, in);
+            in.buf |= beat << (8 * in.bcnt);
+            in.bcnt += 4;
+        }
+        if (in.bcnt >= P::IN_CH) {  // a pixel: IN_CH bytes to the raw ring
+            for (int c = 0; c < P::IN_CH; c++) {
+#pragma HLS UNROLL
+                raw[slot][x][c] = (byte_t)in.buf.range(8 * c + 7, 8 * c).to_uint();
+            }
+            in.buf >>= 8 * P::IN_CH;
+            in.bcnt -= P::IN_CH;
+            if (x == P::IN_SIZE - 1) {
+                x = 0;
+                slot = (slot + 1) & (P::RAW_RR - 1);
+            } else {
+                x++;
+            }
+        }
+        ZQ_TICK();
+    }
+}
+
+// The im2col words of one stem pixel from the K x K window: lane j = (ky*K + kx)*IN_CH + c.
+inline act_word_t stem_word(const byte_t win[P::STEM_K][P::STEM_K][P::IN_CH], int w) {
+#pragma HLS INLINE
+    act_word_t wd = word_zero();
+    for (int l = 0; l < N_CI; l++) {
+#pragma HLS UNROLL
+        const int j = w * N_CI + l;
+        if (j < STEM_LANES) {
+            const int tap = j / P::IN_CH, c = j % P::IN_CH;
+            lane_set(wd, l, win[tap / P::STEM_K][tap % P::STEM_K][c]);
+        }
+    }
+    return wd;
+}
+
+// Stem row ys: the column scan with a K x K window of pixels, one column per cycle. Each
+// column is read from every bank (row slot) of the raw ring, one read per bank, and the window's
+// K rows are selected from those (no bank is read twice in a cycle). A pixel of one unit goes
+// out inside the scan; pixels of more units go to a row buffer, sent unit by unit after it.
+inline void scan_row(const byte_t raw[P::RAW_RR][P::IN_SIZE][P::IN_CH], int ys, zq::stream<unit_t, STEM_FIFO>& out) {
+    constexpr int K = P::STEM_K;
+    const int iy0 = ys * P::STEM_S - STEM_PAD;
+    act_word_t srow[P::STEM_SIZE][P::IN_WORDS];
+#pragma HLS ARRAY_PARTITION variable=srow complete dim=2
+    byte_t win[K][K][P::IN_CH];
+#pragma HLS ARRAY_PARTITION variable=win complete dim=0
+    bool row_ok[K];
+    int sel[K];
+#pragma HLS ARRAY_PARTITION variable=row_ok complete
+#pragma HLS ARRAY_PARTITION variable=sel complete
+    for (int ky = 0; ky < K; ky++) {
+#pragma HLS UNROLL
+        row_ok[ky] = iy0 + ky >= 0 && iy0 + ky < P::IN_SIZE;
+        sel[ky] = (iy0 + ky) & (P::RAW_RR - 1);
+        for (int kx = 0; kx < K; kx++) {
+#pragma HLS UNROLL
+            for (int c = 0; c < P::IN_CH; c++) {
+#pragma HLS UNROLL
+                win[ky][kx][c] = 0;
+            }
+        }
+    }
+    int phase = 0;  // (col - (K-1)) mod S once col >= K-1
+    int ox = 0;
+    ZQ_COUNT_ENTRY(C_SCAN, FRAME_ROW);
+SCAN:
+    for (int col = 0; col < STEM_NCOL; col++) {
+#pragma HLS PIPELINE II=1
+        ZQ_COUNT(C_SCAN, FRAME_ROW);
+        const int ix = col - STEM_PAD;
+        const bool col_ok = ix >= 0 && ix < P::IN_SIZE;
+        byte_t colv[P::RAW_RR][P::IN_CH];  // column ix of every row slot: one read per bank
+#pragma HLS ARRAY_PARTITION variable=colv complete dim=0
+        for (int r = 0; r < P::RAW_RR; r++) {
+#pragma HLS UNROLL
+            for (int c = 0; c < P::IN_CH; c++) {
+#pragma HLS UNROLL
+                colv[r][c] = raw[r][col_ok ? ix : 0][c];
+            }
+        }
+        for (int ky = 0; ky < K; ky++) {
+#pragma HLS UNROLL
+            for (int kx = 0; kx < K - 1; kx++) {
+#pragma HLS UNROLL
+                for (int c = 0; c < P::IN_CH; c++) {
+#pragma HLS UNROLL
+                    win[ky][kx][c] = win[ky][kx + 1][c];
+                }
+            }
+            for (int c = 0; c < P::IN_CH; c++) {
+#pragma HLS UNROLL
+                win[ky][K - 1][c] = (col_ok && row_ok[ky]) ? colv[sel[ky]][c] : byte_t(0);
+            }
+        }
+        if (col >= K - 1) {
+            if (phase == 0) {
+                if (STEM_UNITS == 1) {
+                    unit_t u = unit_zero();
+                    for (int w = 0; w < P::IN_WORDS; w++) {
+#pragma HLS UNROLL
+                        unit_set_word(u, w, stem_word(win, w));  // word w in bank w (IN_WORDS <= WPG)
+                    }
+                    out.write(u);
+                } else {
+                    for (int w = 0; w < P::IN_WORDS; w++) {
+#pragma HLS UNROLL
+                        srow[ox][w] = stem_word(win, w);
+                    }
+                }
+                ox++;
+            }
+            phase = phase == P::STEM_S - 1 ? 0 : phase + 1;
+        }
+        ZQ_TICK();
+    }
+    if (STEM_UNITS == 1) return;
+
+    // the row's units from the buffer, unit-major (the ring's fill order), one per cycle
+    int px = 0, u = 0;
+    ZQ_COUNT_ENTRY(C_STEM_WRITE, FRAME_ROW);
+STEM_WRITE:
+    for (int i = 0; i < P::STEM_SIZE * STEM_UNITS; i++) {
+#pragma HLS PIPELINE II=1
+        ZQ_COUNT(C_STEM_WRITE, FRAME_ROW);
+        unit_t v = unit_zero();
+        for (int b = 0; b < WPG; b++) {
+#pragma HLS UNROLL
+            const int w = u * WPG + b;
+            if (w < P::IN_WORDS) unit_set_word(v, b, srow[px][w < P::IN_WORDS ? w : 0]);
+        }
+        out.write(v);
+        if (px == P::STEM_SIZE - 1) {
+            px = 0;
+            u++;
+        } else {
+            px++;
+        }
+        ZQ_TICK();
+    }
+}
+
+// The process: every stem row, each after the raw rows it needs (at most K + S), then the
+// rest of the frame and the framing status.
+inline void stem(hls::stream<zq_axis_in>& s_in, zq::stream<unit_t, STEM_FIFO>& out,
+                 zq::stream<InStatus, 2>& status) {
+    static byte_t raw[P::RAW_RR][P::IN_SIZE][P::IN_CH];
+#pragma HLS ARRAY_PARTITION variable=raw complete dim=1
+#pragma HLS ARRAY_PARTITION variable=raw complete dim=3
+    InState in;
+    in_start(in);
+    int raw_avail = 0;
+STEM_ROWS:
+    for (int ys = 0; ys < P::STEM_SIZE; ys++) {
+        const int last_raw = cmin(P::IN_SIZE - 1, ys * P::STEM_S - STEM_PAD + P::STEM_K - 1);
+        if (raw_avail <= last_raw) {
+            read_raw_rows(s_in, in, raw, raw_avail, last_raw + 1);
+            raw_avail = last_raw + 1;
+        }
+        scan_row(raw, ys, out);
+    }
+    in_finish(s_in, in);
+    status.write(in_status(in));
+}
+
+}  // namespace zq
+
+#endif  // ZQ_STEM_H
