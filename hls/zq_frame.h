@@ -39,6 +39,8 @@ inline void layer_region(int li, bool load, ddr_t* act, zq::stream<wbeat_t, W_FI
 #pragma HLS DATAFLOW
     zq::stream<unit_t, FILL_FIFO> fq("fill_units");
     zq::stream<unit_t, OUT_FIFO> oq("out_units");
+#pragma HLS BIND_STORAGE variable=fq type=fifo impl=srl
+#pragma HLS BIND_STORAGE variable=oq type=fifo impl=srl
     ZQ_DATAFLOW_BEGIN
     ZQ_PROCESS("fill_reader", fill_reader(li, act, fq));
     ZQ_PROCESS("core", core(li, load, wq, sq, fq, oq, lq));
@@ -71,6 +73,10 @@ inline void run_frame(hls::stream<zq_axis_in>& s_in, hls::stream<zq_axis_out>& m
     zq::stream<unit_t, STEM_FIFO> sq("stem_units");
     zq::stream<InStatus, 2> iq("in_status");
     zq::stream<logit_t, LOGIT_FIFO> lq("logits");
+#pragma HLS BIND_STORAGE variable=wq type=fifo impl=srl
+#pragma HLS BIND_STORAGE variable=sq type=fifo impl=srl
+#pragma HLS BIND_STORAGE variable=iq type=fifo impl=srl
+#pragma HLS BIND_STORAGE variable=lq type=fifo impl=srl
     ZQ_DATAFLOW_BEGIN
     ZQ_PROCESS("weight_reader", weight_reader(wts, load, wq));
     ZQ_PROCESS("stem", stem(s_in, sq, iq));

@@ -23,6 +23,14 @@
 
 namespace zq {
 
+// A raw pixel: its IN_CH bytes in one word (channel c in bits 8c+7..8c), as the RTL's raw rows.
+typedef ap_uint<8 * P::IN_CH> pix_t;
+
+inline byte_t pix_byte(const pix_t& p, int c) {
+#pragma HLS INLINE
+    return (byte_t)p.range(8 * c + 7, 8 * c).to_uint();
+}
+
 // RAW-loop iterations for the frame's first p pixels: an iteration takes at most one beat and
 // writes at most one pixel, and a beat is taken only when the buffer holds less than a pixel,
 // so max(p, ceil(p * IN_CH / 4)).
@@ -33,10 +41,9 @@ inline int raw_iters_to(int p) {
 
 // Raw frame rows [from, to) from the stream into their slots of the raw ring: one loop at II=1
 // over the rows' pixels; an iteration takes a beat when the byte buffer holds less than a pixel
-// and writes the pixel when it holds one (its IN_CH bytes to the channel banks of row slot
-// r mod RAW_RR at once).
-inline void read_raw_rows(hls::stream<zq_axis_in>& s, InState& in, byte_t raw[P::RAW_RR][P::IN_SIZE][P::IN_CH],
-                          int from, int to) {
+// and writes the pixel when it holds one (one word of IN_CH bytes into row slot r mod RAW_RR).
+inline void read_raw_rows(hls::stream<zq_axis_in>& s, InState& in, pix_t raw[P::RAW_RR][P::IN_SIZE], int from,
+                          int to) {
     const int n_iter = raw_iters_to(to * P::IN_SIZE) - raw_iters_to(from * P::IN_SIZE);
     int slot = from & (P::RAW_RR - 1), x = 0;
     ZQ_COUNT_ENTRY(C_RAW, FRAME_ROW);
@@ -51,10 +58,7 @@ RAW:
             in.bcnt += 4;
         }
         if (in.bcnt >= P::IN_CH) {  // a pixel: IN_CH bytes to the raw ring
-            for (int c = 0; c < P::IN_CH; c++) {
-#pragma HLS UNROLL
-                raw[slot][x][c] = (byte_t)in.buf.range(8 * c + 7, 8 * c).to_uint();
-            }
+            raw[slot][x] = in.buf.range(8 * P::IN_CH - 1, 0);
             in.buf >>= 8 * P::IN_CH;
             in.bcnt -= P::IN_CH;
             if (x == P::IN_SIZE - 1) {
@@ -87,7 +91,7 @@ inline act_word_t stem_word(const byte_t win[P::STEM_K][P::STEM_K][P::IN_CH], in
 // column is read from every bank (row slot) of the raw ring, one read per bank, and the window's
 // K rows are selected from those (no bank is read twice in a cycle). A pixel of one unit goes
 // out inside the scan; pixels of more units go to a row buffer, sent unit by unit after it.
-inline void scan_row(const byte_t raw[P::RAW_RR][P::IN_SIZE][P::IN_CH], int ys, zq::stream<unit_t, STEM_FIFO>& out) {
+inline void scan_row(const pix_t raw[P::RAW_RR][P::IN_SIZE], int ys, zq::stream<unit_t, STEM_FIFO>& out) {
     constexpr int K = P::STEM_K;
     const int iy0 = ys * P::STEM_S - STEM_PAD;
     act_word_t srow[P::STEM_SIZE][P::IN_WORDS];
@@ -119,14 +123,11 @@ SCAN:
         ZQ_COUNT(C_SCAN, FRAME_ROW);
         const int ix = col - STEM_PAD;
         const bool col_ok = ix >= 0 && ix < P::IN_SIZE;
-        byte_t colv[P::RAW_RR][P::IN_CH];  // column ix of every row slot: one read per bank
-#pragma HLS ARRAY_PARTITION variable=colv complete dim=0
+        pix_t colv[P::RAW_RR];  // column ix of every row slot: one read per bank
+#pragma HLS ARRAY_PARTITION variable=colv complete
         for (int r = 0; r < P::RAW_RR; r++) {
 #pragma HLS UNROLL
-            for (int c = 0; c < P::IN_CH; c++) {
-#pragma HLS UNROLL
-                colv[r][c] = raw[r][col_ok ? ix : 0][c];
-            }
+            colv[r] = raw[r][col_ok ? ix : 0];
         }
         for (int ky = 0; ky < K; ky++) {
 #pragma HLS UNROLL
@@ -139,7 +140,7 @@ SCAN:
             }
             for (int c = 0; c < P::IN_CH; c++) {
 #pragma HLS UNROLL
-                win[ky][K - 1][c] = (col_ok && row_ok[ky]) ? colv[sel[ky]][c] : byte_t(0);
+                win[ky][K - 1][c] = (col_ok && row_ok[ky]) ? pix_byte(colv[sel[ky]], c) : byte_t(0);
             }
         }
         if (col >= K - 1) {
@@ -193,9 +194,9 @@ STEM_WRITE:
 // rest of the frame and the framing status.
 inline void stem(hls::stream<zq_axis_in>& s_in, zq::stream<unit_t, STEM_FIFO>& out,
                  zq::stream<InStatus, 2>& status) {
-    static byte_t raw[P::RAW_RR][P::IN_SIZE][P::IN_CH];
+    static pix_t raw[P::RAW_RR][P::IN_SIZE];  // RAW_RR banks (row slots), a pixel per word
 #pragma HLS ARRAY_PARTITION variable=raw complete dim=1
-#pragma HLS ARRAY_PARTITION variable=raw complete dim=3
+#pragma HLS BIND_STORAGE variable=raw type=ram_s2p impl=bram
     InState in;
     in_start(in);
     int raw_avail = 0;
