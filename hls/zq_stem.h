@@ -39,35 +39,44 @@ inline int raw_iters_to(int p) {
     return P::IN_CH <= 4 ? p : (p * P::IN_CH + 3) >> 2;
 }
 
-// Raw frame rows [from, to) from the stream into their slots of the raw ring: one loop at II=1
-// over the rows' pixels; an iteration takes a beat when the byte buffer holds less than a pixel
-// and writes the pixel when it holds one (one word of IN_CH bytes into row slot r mod RAW_RR).
+// One RAW step: take a beat when the byte buffer holds less than a pixel, and write a pixel
+// (one word of IN_CH bytes into row slot `slot`, column x) when it holds one.
+struct RawPos {
+    int slot, x;  // where the next pixel goes
+};
+inline void raw_step(hls::stream<zq_axis_in>& s, InState& in, pix_t raw[P::RAW_RR][P::IN_SIZE], RawPos& at) {
+#pragma HLS INLINE
+    if (in.bcnt < P::IN_CH) {  // less than a pixel in the buffer: the next beat behind its bytes
+        const ap_uint<8 * IN_BUF_BYTES> beat = take_beat(s, in);
+        in.buf |= beat << (8 * in.bcnt);
+        in.bcnt += 4;
+    }
+    if (in.bcnt >= P::IN_CH) {  // a pixel: IN_CH bytes to the raw ring
+        raw[at.slot][at.x] = in.buf.range(8 * P::IN_CH - 1, 0);
+        in.buf >>= 8 * P::IN_CH;
+        in.bcnt -= P::IN_CH;
+        if (at.x == P::IN_SIZE - 1) {
+            at.x = 0;
+            at.slot = (at.slot + 1) & (P::RAW_RR - 1);
+        } else {
+            at.x++;
+        }
+    }
+}
+
+// Raw frame rows [from, to) from the stream into their slots of the raw ring: one loop at II=1,
+// a RAW step per iteration (the first stem row's rows, before its scan).
 inline void read_raw_rows(hls::stream<zq_axis_in>& s, InState& in, pix_t raw[P::RAW_RR][P::IN_SIZE], int from,
                           int to) {
     const int n_iter = raw_iters_to(to * P::IN_SIZE) - raw_iters_to(from * P::IN_SIZE);
-    int slot = from & (P::RAW_RR - 1), x = 0;
+    RawPos at = {from & (P::RAW_RR - 1), 0};
     ZQ_COUNT_ENTRY(C_RAW, FRAME_ROW);
 RAW:
     for (int i = 0; i < n_iter; i++) {
 #pragma HLS PIPELINE II=1
 #pragma HLS LOOP_TRIPCOUNT min=1 max=MAX_RAW_ITERS
         ZQ_COUNT(C_RAW, FRAME_ROW);
-        if (in.bcnt < P::IN_CH) {  // less than a pixel in the buffer: the next beat behind its bytes
-            const ap_uint<8 * IN_BUF_BYTES> beat = take_beat(s, in);
-            in.buf |= beat << (8 * in.bcnt);
-            in.bcnt += 4;
-        }
-        if (in.bcnt >= P::IN_CH) {  // a pixel: IN_CH bytes to the raw ring
-            raw[slot][x] = in.buf.range(8 * P::IN_CH - 1, 0);
-            in.buf >>= 8 * P::IN_CH;
-            in.bcnt -= P::IN_CH;
-            if (x == P::IN_SIZE - 1) {
-                x = 0;
-                slot = (slot + 1) & (P::RAW_RR - 1);
-            } else {
-                x++;
-            }
-        }
+        raw_step(s, in, raw, at);
         ZQ_TICK();
     }
 }
@@ -87,12 +96,20 @@ inline act_word_t stem_word(const byte_t win[P::STEM_K][P::STEM_K][P::IN_CH], in
     return wd;
 }
 
-// Stem row ys: the column scan with a K x K window of pixels, one column per cycle. Each
-// column is read from every bank (row slot) of the raw ring, one read per bank, and the window's
-// K rows are selected from those (no bank is read twice in a cycle). A pixel of one unit goes
-// out inside the scan; pixels of more units go to a row buffer, sent unit by unit after it.
-inline void scan_row(const pix_t raw[P::RAW_RR][P::IN_SIZE], int ys, zq::stream<unit_t, STEM_FIFO>& out) {
+// Stem row ys: the column scan with a K x K window of pixels, one column per cycle, and beside
+// it the raw rows [fill_from, fill_to) the next stem row needs, a RAW step per cycle (they go to
+// row slots the window does not read: the ring holds RAW_RR >= K + S rows), as rtl/zq_stem.sv
+// fills raw rows while its window builder scans. The loop runs max(NCOL, RAW steps) iterations.
+// Each column is read from every bank (row slot) of the raw ring, one read per bank, and the
+// window's K rows are selected from those (no bank is read twice in a cycle). A pixel of one unit
+// goes out inside the scan; pixels of more units go to a row buffer, sent unit by unit after it.
+inline void scan_row(hls::stream<zq_axis_in>& s, InState& in, pix_t raw[P::RAW_RR][P::IN_SIZE], int ys,
+                     int fill_from, int fill_to, zq::stream<unit_t, STEM_FIFO>& out) {
     constexpr int K = P::STEM_K;
+    const int n_fill = fill_to > fill_from ? raw_iters_to(fill_to * P::IN_SIZE) - raw_iters_to(fill_from * P::IN_SIZE)
+                                           : 0;
+    const int n_iter = cmax(STEM_NCOL, n_fill);
+    RawPos at = {fill_from & (P::RAW_RR - 1), 0};
     const int iy0 = ys * P::STEM_S - STEM_PAD;
     act_word_t srow[P::STEM_SIZE][P::IN_WORDS];
 #pragma HLS ARRAY_PARTITION variable=srow complete dim=2
@@ -118,9 +135,12 @@ inline void scan_row(const pix_t raw[P::RAW_RR][P::IN_SIZE], int ys, zq::stream<
     int ox = 0;
     ZQ_COUNT_ENTRY(C_SCAN, FRAME_ROW);
 SCAN:
-    for (int col = 0; col < STEM_NCOL; col++) {
+    for (int col = 0; col < n_iter; col++) {
 #pragma HLS PIPELINE II=1
+#pragma HLS LOOP_TRIPCOUNT min=STEM_NCOL max=MAX_RAW_ITERS
+#pragma HLS DEPENDENCE variable=raw inter false
         ZQ_COUNT(C_SCAN, FRAME_ROW);
+        if (col < n_fill) raw_step(s, in, raw, at);  // the next stem row's raw rows (other slots)
         const int ix = col - STEM_PAD;
         const bool col_ok = ix >= 0 && ix < P::IN_SIZE;
         pix_t colv[P::RAW_RR];  // column ix of every row slot: one read per bank
@@ -143,7 +163,7 @@ SCAN:
                 win[ky][K - 1][c] = (col_ok && row_ok[ky]) ? pix_byte(colv[sel[ky]], c) : byte_t(0);
             }
         }
-        if (col >= K - 1) {
+        if (col >= K - 1 && col < STEM_NCOL) {
             if (phase == 0) {
                 if (STEM_UNITS == 1) {
                     unit_t u = unit_zero();
@@ -190,24 +210,27 @@ STEM_WRITE:
     }
 }
 
-// The process: every stem row, each after the raw rows it needs (at most K + S), then the
-// rest of the frame and the framing status.
+// The last raw row stem row ys needs.
+inline int stem_last_raw(int ys) {
+#pragma HLS INLINE
+    return cmin(P::IN_SIZE - 1, ys * P::STEM_S - STEM_PAD + P::STEM_K - 1);
+}
+
+// The process: the first stem row's raw rows, then every stem row's scan beside the next one's
+// raw rows; then the rest of the frame and the framing status.
 inline void stem(hls::stream<zq_axis_in>& s_in, zq::stream<unit_t, STEM_FIFO>& out,
                  zq::stream<InStatus, 2>& status) {
     static pix_t raw[P::RAW_RR][P::IN_SIZE];  // RAW_RR banks (row slots), a pixel per word
 #pragma HLS ARRAY_PARTITION variable=raw complete dim=1
-#pragma HLS BIND_STORAGE variable=raw type=ram_s2p impl=bram
     InState in;
     in_start(in);
-    int raw_avail = 0;
+    int raw_avail = stem_last_raw(0) + 1;  // raw rows in the ring
+    read_raw_rows(s_in, in, raw, 0, raw_avail);
 STEM_ROWS:
     for (int ys = 0; ys < P::STEM_SIZE; ys++) {
-        const int last_raw = cmin(P::IN_SIZE - 1, ys * P::STEM_S - STEM_PAD + P::STEM_K - 1);
-        if (raw_avail <= last_raw) {
-            read_raw_rows(s_in, in, raw, raw_avail, last_raw + 1);
-            raw_avail = last_raw + 1;
-        }
-        scan_row(raw, ys, out);
+        const int fill_to = ys + 1 < P::STEM_SIZE ? stem_last_raw(ys + 1) + 1 : raw_avail;
+        scan_row(s_in, in, raw, ys, raw_avail, fill_to, out);
+        raw_avail = cmax(raw_avail, fill_to);
     }
     in_finish(s_in, in);
     status.write(in_status(in));

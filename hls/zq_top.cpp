@@ -112,7 +112,15 @@ static_assert((P::ENGINE_INFO_HLS & 0xFF) == (unsigned)S::SPEC_VERSION,
 static_assert((P::ENGINE_INFO_HLS & S::INFO_RTL_TWIN) == 0, "ENGINE_INFO_HLS has the rtl_twin bit");
 static_assert(((P::ENGINE_INFO_HLS & S::INFO_WEIGHT_CACHE) != 0) == (P::WEIGHT_CACHE != 0),
               "ENGINE_INFO_HLS weight_cache bit != WEIGHT_CACHE");
-static_assert(layer_table_error() == 0, "layer table inconsistent (value: 100*(layer+1) + check in zq_top.cpp)");
+// The table's check, with its value in the compiler's message ("LayerTableCheck<118>": layer 1
+// (0-based), check 18: the layer's source and destination regions overlap).
+template <int ERROR>
+struct LayerTableCheck {
+    static_assert(ERROR == 0, "layer table inconsistent: see LayerTableCheck<100*(layer+1) + check> and the "
+                              "checks of layer_table_error() in zq_top.cpp");
+    static constexpr bool ok = ERROR == 0;
+};
+static_assert(LayerTableCheck<layer_table_error()>::ok, "layer table inconsistent");
 
 static_assert(zq::W_FIFO >= 2 && zq::STEM_FIFO >= 2 && zq::FILL_FIFO >= 2 && zq::OUT_FIFO >= zq::BURST,
               "stream depths: at least 2 (a beat per cycle), the DDR writer's at least one burst");

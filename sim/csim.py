@@ -468,3 +468,26 @@ class CSim:
             raise CSimError(f"bases wts=0x{w:x}, act=0x{a:x}: not 8-byte aligned, or the weight image "
                             f"({self.image_bytes} B) / scratch area ({self.scratch_bytes} B) would run past the "
                             f"simulated {self.ddr_bytes}-byte DDR")
+
+
+def build_stream_test(out_dir) -> Path:
+    """Compile ``hls/tb/tb_csim_deadlock.cpp`` (the C simulation's streams against UG1399's
+    too-small FIFO; no export needed) into ``out_dir``."""
+    cxx = compiler()
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    srcs = [HLS_DIR / "tb" / "tb_csim_deadlock.cpp", *(HLS_DIR / s for s in CSIM_SOURCES)]
+    out = out_dir / "tb_csim_deadlock"
+    if _newer(out, srcs + [HLS_DIR / "csim" / "zq_csim.h"]):
+        tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+        _run_cmd([cxx, *CXXFLAGS, f"-I{HLS_DIR}", *map(str, srcs), "-o", str(tmp)])
+        os.replace(tmp, out)
+    return out
+
+
+def run_stream_test(out_dir, mode: str, depth: int, items: int = 10) -> tuple[int, str]:
+    """Run the stream test in ``mode`` with data_channel1 of ``depth`` slots: (exit status, output);
+    3 is a deadlock the watchdog reported."""
+    r = subprocess.run([str(build_stream_test(out_dir)), mode, str(depth), str(items)], capture_output=True,
+                       text=True, timeout=120)
+    return r.returncode, r.stdout + r.stderr

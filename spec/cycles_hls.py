@@ -44,7 +44,7 @@ imports neither torch nor export/.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 
 from . import engine as E
 from .cycles import _need_rows, _Released, _released_rows
@@ -158,8 +158,27 @@ def _lg(n: int) -> int:
 
 
 def _raw_iters_to(p: int, in_ch: int) -> int:
-    """RAW-loop iterations for the frame's first p pixels (hls/zq_stem.h raw_iters_to)."""
+    """RAW steps for the frame's first p pixels (hls/zq_stem.h raw_iters_to)."""
     return p if in_ch <= 4 else (p * in_ch + 3) // 4
+
+
+def _last_raw(st: dict, ys: int) -> int:
+    """The last raw row stem row ys needs (hls/zq_stem.h stem_last_raw)."""
+    return min(st["in_size"] - 1, ys * st["s"] - st["pad"] + st["k"] - 1)
+
+
+def _stem_scan_iters(st: dict) -> list[int]:
+    """Iterations of each stem row's SCAN loop: its columns, or the RAW steps of the raw rows the next
+    stem row needs, whichever is more (hls/zq_stem.h scan_row)."""
+    ncol = (st["size"] - 1) * st["s"] + st["k"]
+    out, avail = [], _last_raw(st, 0) + 1
+    for ys in range(st["size"]):
+        to = _last_raw(st, ys + 1) + 1 if ys + 1 < st["size"] else avail
+        fill = (_raw_iters_to(to * st["in_size"], st["in_ch"]) - _raw_iters_to(avail * st["in_size"], st["in_ch"])
+                if to > avail else 0)
+        out.append(max(ncol, fill))
+        avail = max(avail, to)
+    return out
 
 
 class _Feed:
@@ -196,8 +215,7 @@ class _Feed:
 
 
 def _walk(plan, M: E.MemoryModel, T: HlsTiming, cached: bool, clock_mhz: float, stretch: dict | None):
-    """One pass over the frame (stretch: per layer, the factor by which the shared DDR budget
-    slows its DDR channels)."""
+    """The frame's event model (stretch: per layer, a factor that slows its DDR channels)."""
     eng, L, st = plan.engine, plan.layers, plan.stem
     n_pe = eng.n_pe
     bpw, bpu = n_pe * eng.n_ci // 8, max(1, n_pe // 8)
@@ -224,38 +242,35 @@ def _walk(plan, M: E.MemoryModel, T: HlsTiming, cached: bool, clock_mhz: float, 
     rd_bytes = HEADER_BEATS * 8 + (plan.image_words * eng.word_bytes if weights else 0)
     wr_bytes = 0
 
-    # ---- the stem process: raw rows, then the column scan, row after row ------------------------
+    # ---- the stem process: the first row's raw rows, then each row's scan beside the next one's raw rows
     in_size, in_ch, s_k, s_s, s_pad = st["in_size"], st["in_ch"], st["k"], st["s"], st["pad"]
     ncol = (st["size"] - 1) * s_s + s_k
     units = -(-st["in_words"] // eng.wpg)
     stem_rel = _Released(t0)
     stem_done: list[float] = []
-    stem_t = [t0]                                         # the stem process's time
-    raw_avail = [0]
+    scan_iters = _stem_scan_iters(st)
+    stem_t = [t0 + _raw_iters_to((_last_raw(st, 0) + 1) * in_size, in_ch)]   # the stem process's time
     l0 = L[0]
 
     def stem_ready(n: int) -> float:
         while len(stem_done) < n:
             ys = len(stem_done)
             t = stem_t[0]
-            last_raw = min(in_size - 1, ys * s_s - s_pad + s_k - 1)
-            if raw_avail[0] <= last_raw:
-                t += _raw_iters_to((last_raw + 1) * in_size, in_ch) - _raw_iters_to(raw_avail[0] * in_size, in_ch)
-                raw_avail[0] = last_raw + 1
             slot = stem_rel.when(ys + 1 - l0.ring_rows) + RELEASE_GUARD
             prev = stem_done[-1] if stem_done else float("-inf")
             n_units = st["size"] * units
             if units == 1:                                 # units leave the scan, one per S columns
                 first = t + (s_k - 1) + T.fifo_latency
                 last = t + (s_k - 1) + (st["size"] - 1) * s_s + T.fifo_latency
+                loop = scan_iters[ys]
             else:                                          # then a unit per cycle from the row buffer
-                first = t + ncol + T.fifo_latency
+                first = t + scan_iters[ys] + T.fifo_latency
                 last = first + n_units - 1
+                loop = scan_iters[ys] + n_units
             begin = max(first, slot, prev)
             done = max(begin + n_units, last + 1)
             # the scan (or the row buffer) blocks while STEM_FIFO units wait for the ring
-            end = max(t + ncol + (n_units if units > 1 else 0), done - STEM_FIFO)
-            stem_t[0] = end
+            stem_t[0] = max(t + loop, done - STEM_FIFO)
             stem_done.append(done)
         return stem_done[n - 1] + AVAIL_GUARD if n > 0 else float("-inf")
 
@@ -341,7 +356,7 @@ def _walk(plan, M: E.MemoryModel, T: HlsTiming, cached: bool, clock_mhz: float, 
         traffic += (l.co_groups * l.out_size ** 2 * n_pe if l.dst_kind == E.DST_DDR else 0)
         if li == 0:
             traffic += st["in_bytes"] if M.charge_streams else 0
-        out.append(dict(name=l.name, cycles=int(round(cyc)), start_cycle=int(round(t_start)),
+        out.append(dict(name=l.name, cycles=int(round(end)) - int(round(t_start)), start_cycle=int(round(t_start)),
                         mac_cycles=l.mac_cycles, issue_cycles=l.mac_cycles + l.n_bands * l.co_groups,
                         stall_cycles={k: int(round(v)) for k, v in stalls.items()}, bound=bound, macs=l.macs,
                         dram_bytes=int(traffic)))
@@ -361,37 +376,37 @@ def _walk(plan, M: E.MemoryModel, T: HlsTiming, cached: bool, clock_mhz: float, 
 
 
 def predict_hls(plan, memory: E.MemoryModel | str | None = None, clock_mhz: float = 100.0,
-                timing: HlsTiming = HLS_TIMING, cached: bool = True, passes: int = 4) -> dict:
+                timing: HlsTiming = HLS_TIMING, cached: bool = True) -> dict:
     """The HLS engine's frame for ``plan`` under ``memory`` (a MemoryModel, a preset's name, or
     ``"csim"``; default ``ideal``): the structure of ``zynqflow.spec.cycles.predict`` (``layers``:
     name, cycles, start_cycle, mac_cycles, issue_cycles, stall_cycles, bound, macs, dram_bytes;
     ``frame``: cycles, period_cycles, clock_mhz, fps, fps_at_100mhz, utilization, mac_cycles,
     dram_rd_bytes, dram_wr_bytes, header_cycles; ``label``). ``cached=False``: the first frame of a
-    weight-cache build (it streams the image). The shared DDR budget: a layer whose traffic (its
-    weight words, DDR reads and writes, and the input stream when the preset charges streams)
-    exceeds ``shared_bytes`` per cycle is stretched to it (``bound`` "ddr shared"), over up to
-    ``passes`` passes."""
+    weight-cache build (it streams the image).
+
+    The shared DDR budget (``shared_bytes`` per cycle of :func:`port_rates`) bounds each layer from
+    below: a layer moves its weight words, DDR reads and writes (and the input frame, when the
+    preset charges streams) in no fewer than bytes / budget cycles; a layer the event model puts
+    below that is stretched to it (``bound`` "ddr shared") and the layers after it move on."""
     M = memory_of(memory)
-    stretch: dict = {}
-    layers = frame = rates = None
-    for _ in range(max(1, passes)):
-        layers, frame, rates = _walk(plan, M, timing, cached, clock_mhz, stretch)
-        budget = rates["shared_bytes"]
-        if not budget:
-            break
-        nxt = {}
-        for li, l in enumerate(layers):
-            need = l["dram_bytes"] / budget
-            if need > l["cycles"] * 1.001:
-                nxt[li] = stretch.get(li, 1.0) * need / l["cycles"]
-        if not nxt:
-            break
-        for li, v in nxt.items():
-            stretch[li] = v
-        stretch["weights"] = max([stretch.get("weights", 1.0)] + [v for k, v in stretch.items() if k != "weights"])
-    for li, l in enumerate(layers):
-        if stretch.get(li, 1.0) > 1.02:
-            l["bound"] = "ddr shared"
+    layers, frame, rates = _walk(plan, M, timing, cached, clock_mhz, None)
+    budget = rates["shared_bytes"]
+    if budget:
+        shift = 0
+        for l in layers:
+            l["start_cycle"] += shift
+            floor = int(math.ceil(l["dram_bytes"] / budget))
+            if floor > l["cycles"] * 1.001:
+                shift += floor - l["cycles"]
+                l["cycles"] = floor
+                l["bound"] = "ddr shared"
+        if shift:
+            eng = plan.engine
+            frame["cycles"] += shift
+            frame["period_cycles"] += shift
+            frame["fps"] = clock_mhz * 1e6 / frame["period_cycles"]
+            frame["fps_at_100mhz"] = 100e6 / frame["period_cycles"]
+            frame["utilization"] = plan.macs / (eng.n_pe * eng.n_ci * frame["cycles"])
     return dict(label=LABEL, memory=asdict(M), memory_rates=rates, timing=asdict(timing),
                 cached_weights=bool(plan.weight_cache and cached), layers=layers, frame=frame)
 
@@ -427,18 +442,10 @@ def csim_counts(plan, cached: bool = True) -> dict:
     frame = {"header": (HEADER_BEATS, 1), "out": (n_cls, 1), "rest": (0, 1)}
     if not (plan.weight_cache and cached):
         frame["wload"] = (plan.image_words * bpw, 1)
-    # the stem: raw rows when a stem row needs them, the scan per stem row, the row buffer
-    in_size, in_ch = st["in_size"], st["in_ch"]
-    raw_it = raw_n = 0
-    avail = 0
-    for ys in range(st["size"]):
-        last_raw = min(in_size - 1, ys * st["s"] - st["pad"] + st["k"] - 1)
-        if avail <= last_raw:
-            raw_it += _raw_iters_to((last_raw + 1) * in_size, in_ch) - _raw_iters_to(avail * in_size, in_ch)
-            raw_n += 1
-            avail = last_raw + 1
-    frame["raw"] = (raw_it, raw_n)
-    frame["scan"] = (st["size"] * ((st["size"] - 1) * st["s"] + st["k"]), st["size"])
+    # the stem: the first stem row's raw rows, then a scan per stem row (beside the next one's raw
+    # rows), the row buffer when a pixel is more than one unit
+    frame["raw"] = (_raw_iters_to((_last_raw(st, 0) + 1) * st["in_size"], st["in_ch"]), 1)
+    frame["scan"] = (sum(_stem_scan_iters(st)), st["size"])
     units = -(-st["in_words"] // eng.wpg)
     if units > 1:
         frame["stem_write"] = (st["size"] * st["size"] * units, st["size"])
@@ -465,4 +472,3 @@ def hls_vs_rtl(plan, memory=None, clock_mhz: float = 100.0) -> dict:
 
 __all__ = ["COUNTERS", "CSIM", "HLS_TIMING", "HlsTiming", "LABEL", "MEMORY_CSIM", "csim_counts", "hls_vs_rtl",
            "memory_of", "port_rates", "predict_hls"]
-_unused = (math, replace)

@@ -686,8 +686,9 @@ void idle(std::initializer_list<const StreamBase*> deps, const std::function<std
         p->why = why;
         p->snaps.clear();
         for (const StreamBase* s : deps) p->snaps.push_back(Snap{s, s->taken(), s->written()});
-        p->wait = W_NONE;
+        p->wait = W_IDLE;  // for the report; the scheduler resumes it in the next cycle
         co_yield();
+        p->wait = W_NONE;
         return;
     }
     // threads: the snapshot must precede the iteration's checks of the streams, so the first
