@@ -66,8 +66,8 @@ def main(argv=None) -> int:
     p.add_argument("--out", default=None, help="csim.json (default: beside the checkpoint, else "
                                                 "<export>/../<dataset>/csim.json)")
     p.add_argument("--skip-tb", action="store_true", help="do not build and run the C testbench")
-    p.add_argument("--mode", default="threads", choices=("threads", "lockstep", "sequential"),
-                   help="the C simulation's scheduler (default threads; see zynqflow.sim.csim)")
+    p.add_argument("--mode", default="lockstep", choices=("lockstep", "threads", "sequential"),
+                   help="the C simulation's scheduler (default lockstep; see zynqflow.sim.csim)")
     a = p.parse_args(argv)
 
     from zynqflow.model.data import DatasetError, dataset_tag, load_dataset

@@ -15,10 +15,11 @@ The engine's processes (weight reader, stem, fill reader, core, DDR writer, outp
 run under the project's C-simulation scheduler (``hls/csim/zq_csim.h``): every stream
 has its declared depth and blocks when full, and a deadlock fails the run with a
 report naming the blocked processes and streams (:class:`CSimError`). :data:`MODES`:
-``threads`` (default, each process in its own thread), ``lockstep`` (the processes
-stepped in turn, one loop iteration per clock cycle: deterministic cycle and stall
-counts, :meth:`CSim.process_stats`) and ``sequential`` (Vitis's own ``csim_design``
-semantics: in program order over unbounded streams).
+``lockstep`` (default: the processes stepped in turn on one thread, one loop iteration
+per clock cycle: deterministic cycle and stall counts, :meth:`CSim.process_stats`),
+``threads`` (each process in its own thread) and ``sequential`` (Vitis's own
+``csim_design`` semantics: in program order over unbounded streams, which can show no
+deadlock).
 
 ``make csim`` (:mod:`zynqflow.bench.csim_eval`) runs the testbench and compares a
 test set with the golden model. Builds are cached in ``<export_dir>/../csim/``
@@ -201,18 +202,19 @@ def build_testbench(export_dir, out_dir=None) -> Path:
 
 
 def run_testbench(export_dir, out_dir=None, vectors_dir=None, quiet: bool = False, max_frames: int | None = None,
-                  protocol: bool = True) -> int:
+                  protocol: bool = True, mode: str = "lockstep") -> int:
     """Build (if needed) and run the testbench on ``vectors_dir`` (default the
     export directory: vectors_in/out.bin, weights.bin); returns its exit status
     (0 pass, 1 mismatch or a deadlock, 2 missing or malformed files). ``protocol=False``
-    skips the protocol checks (what a short co-simulation does)."""
+    skips the protocol checks (what a short co-simulation does); ``mode``: the C simulation's
+    scheduler (:data:`MODES`)."""
     tb = build_testbench(export_dir, out_dir)
     vdir = Path(vectors_dir) if vectors_dir else Path(export_dir)
     cmd = [str(tb), str(vdir)] + ([str(-1 if max_frames is None else max_frames)]
                                   if max_frames is not None or not protocol else [])
     if not protocol:
         cmd.append("0")
-    r = subprocess.run(cmd, capture_output=True, text=True)
+    r = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, ZQ_CSIM_MODE=mode))
     if not quiet:
         sys.stdout.write(r.stdout)
         sys.stderr.write(r.stderr)
@@ -270,7 +272,7 @@ class CSim:
     watchdog's report and resets the engine."""
 
     def __init__(self, export_dir, lib=None, native: bool = True, out_dir=None, count: bool = False,
-                 mode: str = "threads"):
+                 mode: str = "lockstep"):
         self.export_dir = _export_dir(export_dir)
         self.manifest = json.loads((self.export_dir / "manifest.json").read_text())
         self.lib_path = Path(lib) if lib else build(self.export_dir, out_dir, native=native, count=count)

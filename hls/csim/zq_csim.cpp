@@ -93,7 +93,13 @@ struct Proc {
 };
 
 // ---- global state ----------------------------------------------------------------------------
-Mode g_mode = MODE_THREADS;
+Mode mode_from_env() {  // ZQ_CSIM_MODE=threads|lockstep|sequential sets the initial mode (default lockstep)
+    const char* v = getenv("ZQ_CSIM_MODE");
+    if (!v) return MODE_LOCKSTEP;
+    const std::string m(v);
+    return m == "threads" ? MODE_THREADS : m == "sequential" ? MODE_SEQUENTIAL : MODE_LOCKSTEP;
+}
+Mode g_mode = mode_from_env();
 std::mutex g_cfg_mutex;
 std::map<std::string, int> g_depth_override;
 std::map<std::string, ProcStats> g_proc_stats;

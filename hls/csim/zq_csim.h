@@ -6,11 +6,12 @@
 //
 // * every stream has its declared depth and blocks when full (and when empty);
 // * the processes of a region run concurrently, in one of three modes:
-//     threads   - each process in its own thread (the default: fast, bounded);
 //     lockstep  - the processes stepped in turn, one loop iteration per process and
-//                 clock cycle (coroutines on one thread): deterministic; a stream write
-//                 is visible to its reader in the next cycle, a read frees its slot in
-//                 the next cycle; each process's iterations and stall cycles are counted;
+//                 clock cycle (coroutines on one thread; the default): deterministic; a
+//                 stream write is visible to its reader in the next cycle, a read frees its
+//                 slot in the next cycle; each process's iterations and stall cycles are
+//                 counted;
+//     threads   - each process in its own thread;
 //     sequential- Vitis's own C-simulation semantics (in program order, unbounded
 //                 streams): what `csim_design` does, for comparison;
 // * a deadlock (every live process blocked on a stream, idle, or waiting for its
@@ -38,7 +39,8 @@ namespace zq_csim {
 
 enum Mode { MODE_THREADS = 0, MODE_LOCKSTEP = 1, MODE_SEQUENTIAL = 2 };
 
-// The mode of the regions run from now on (not while one runs).
+// The mode of the regions run from now on (not while one runs); initially $ZQ_CSIM_MODE
+// (threads, lockstep or sequential), else lockstep.
 void set_mode(Mode m);
 Mode mode();
 const char* mode_name(Mode m);
