@@ -2,7 +2,8 @@
 #
 # Variables (override on the command line):
 #   NET   network preset or JSON config       (default zynqnet-mini)
-#   DATA  fashion-mnist | synthetic | cifar10 | <dir with cifar-10-batches-py>
+#   DATA  fashion-mnist | synthetic | cifar10 | <folder>: a folder of images (train/<class>/ and
+#         test/<class>/, or <class>/), of CIFAR-10 pickles (cifar-10-batches-py) or of IDX files
 #   CKPT  checkpoint to export (default: your trained one, else the committed reference)
 #   DATA_DIR  where the dataset files are (Fashion-MNIST: looked up in the Debian
 #         package dir first; CIFAR-10: required)
@@ -15,9 +16,20 @@ STAMP   := $(VENV)/.zynqflow-installed
 NET     ?= zynqnet-mini
 DATA    ?= fashion-mnist
 DATA_DIR ?=
-# build/<net>/<dataset>/ directory name for DATA
-DSET    := $(if $(filter fashion-mnist synthetic,$(DATA)),$(DATA),cifar10)
-ifneq ($(filter-out fashion-mnist synthetic cifar10,$(DATA)),)
+# build/<net>/<dataset>/ directory name for DATA, as zynqflow.model.data.dataset_tag: the dataset's name;
+# a folder of CIFAR-10 pickles cifar10, of IDX files fashion-mnist, of images <name>-<8 hex of sha1(realpath)>
+# (zynqflow.model.folders.folder_tag), so two folders never share build/<net>/<dataset>/ or the default CKPT
+DATA_REAL := $(realpath $(DATA))
+DATA_NAMES := fashion-mnist:fashion-mnist fashion_mnist:fashion-mnist fmnist:fashion-mnist synthetic:synthetic \
+              synth:synthetic cifar10:cifar10 cifar-10:cifar10
+DSET    := $(strip $(or \
+  $(patsubst $(DATA):%,%,$(filter $(DATA):%,$(DATA_NAMES))), \
+  $(if $(wildcard $(DATA)/cifar-10-batches-py $(DATA)/data_batch_1),cifar10), \
+  $(if $(wildcard $(DATA)/train-images-idx3-ubyte* $(DATA)/t10k-images-idx3-ubyte*),fashion-mnist), \
+  $(if $(DATA_REAL),$(shell printf '%s' '$(notdir $(DATA_REAL))' | tr -c 'A-Za-z0-9._-' '_')-$(shell \
+       printf '%s' '$(DATA_REAL)' | sha1sum | cut -c1-8)), \
+  $(DATA)))
+ifeq ($(filter $(DATA):%,$(DATA_NAMES)),)
   DATA_DIR := $(DATA)
 endif
 REF_CKPT := model/reference/$(NET)/$(DSET)/checkpoint.pt
@@ -35,6 +47,9 @@ help:
 	@echo "                     host driver on the RTL, one full 256x256 ZynqNet frame (RTL-simulated fps)"
 	@echo "make test            the test suite (pytest)"
 	@echo "make train NET=.. DATA=..   train (QAT) -> build/<net>/<dataset>/checkpoint.pt, metrics.json"
+	@echo "                     DATA=<folder>: your images (train/<class>/ + test/<class>/, or <class>/ with"
+	@echo "                     TRAIN_ARGS=--split 0.1), decoded once into build/data/ (docs/datasets-and-import.md)"
+	@echo "make import ONNX=model.onnx [NET=name]  a Brevitas QONNX export -> build/<name>/imported/<name>.json, checkpoint.pt"
 	@echo "make report NET=..   per-layer characterization -> build/<net>/report.json, roofline.png"
 	@echo "make export CKPT=..  integers, HLS header, RTL parameters, weight image, manifest -> build/<net>/export/"
 	@echo "                     (no checkpoint for NET: seeded random weights, SEED=0; said so)"
@@ -46,7 +61,8 @@ help:
 	@echo "make rtl-bench [FRAMES=N BACKPRESSURE=1]  the test set through the RTL twin (free-running Verilator,"
 	@echo "                     one simulator per core), bit-exact vs golden -> build/<net>/rtl_bench.json"
 	@echo "make synth-estimate  Yosys synth_xilinx estimate -> build/<net>/resources.json"
-	@echo "make bitstream       Vivado PYNQ-Z2 block design -> bitstreams/<net>_pynq-z2.bit/.hwh"
+	@echo "make bitstream [ENGINE=rtl|hls]  Vivado PYNQ-Z2 block design with the RTL twin (default) or the"
+	@echo "                     HLS engine -> bitstreams/<net>_pynq-z2.bit/.hwh"
 	@echo "make deploy BOARD=<host>  copy bitstream, hwh, manifest, host package to a PYNQ board"
 	@echo "make dse [DATA=.. PART=xc7z020|xczu7ev TRIALS=32 WORKERS=2 STUDY=..]  co-design search (accuracy x fps"
 	@echo "                     x resources, hardware in the loop) -> build/dse/<study>/pareto.json, pareto.png"
@@ -65,6 +81,19 @@ test-fast: $(STAMP)
 
 train: $(STAMP)
 	$(PY) -m zynqflow.model.train --net $(NET) --data $(DATA) $(DATA_ARG) $(TRAIN_ARGS)
+
+# zynqflow import: a Brevitas QONNX export -> build/<name>/imported/ (NetConfig JSON, checkpoint, import.json)
+ONNX ?=
+.PHONY: import
+import: $(STAMP)
+	@test -n "$(ONNX)" || { echo "usage: make import ONNX=model.onnx [NET=<name>] [DATA=<folder>]" >&2; exit 2; }
+	$(PY) -m zynqflow.export.qonnx_import $(ONNX) $(if $(filter command line,$(origin NET)),--name $(NET),) \
+	    $(if $(DATA_DIR),--data $(DATA_DIR),)
+
+# the dataset tag of DATA (build/<net>/<tag>/), and what the loader finds in a folder
+.PHONY: data-tag
+data-tag:
+	@echo $(DSET)
 
 report: $(STAMP)
 	$(PY) -m zynqflow.model.report --net $(NET) --out build/$(NET)
@@ -121,8 +150,11 @@ rtl-bench: export
 synth-estimate: export
 	$(PY) -m zynqflow.bench.synth_estimate $(EXPORT)
 
+# ENGINE=rtl (default: the RTL twin, packaged as a Vivado IP; needs Vivado only) or hls (the
+# Vitis HLS IP from make hls); board/README.md says why rtl is the default
+ENGINE  ?= rtl
 bitstream:
-	bash board/bitstream.sh $(NET)
+	ENGINE=$(ENGINE) bash board/bitstream.sh $(NET)
 
 BOARD ?=
 deploy:

@@ -70,7 +70,7 @@ def main(argv=None) -> int:
                    help="the C simulation's scheduler (default lockstep; see zynqflow.sim.csim)")
     a = p.parse_args(argv)
 
-    from zynqflow.model.data import DatasetError, dataset_tag, load_dataset
+    from zynqflow.model.data import DatasetError, dataset_tag, load_for_manifest
     from zynqflow.spec.qnet import QNet
     from zynqflow.spec.golden import golden_logits
 
@@ -88,12 +88,13 @@ def main(argv=None) -> int:
             if not ckpt_ok:
                 print(f"WARNING: {ckpt} does not match the export {export_dir} (network ID "
                       f"{man['network_id']}): the export is stale, re-run the exporter", file=sys.stderr)
-        data = a.data or train_cfg.get("data") or man.get("dataset")
+        data = a.data or train_cfg.get("data") or (man.get("dataset_source") or {}).get("path") or man.get("dataset")
         if not data:
             raise CSimError("no dataset: pass --data")
         data_dir = a.data_dir or train_cfg.get("data_dir")
         out = Path(a.out) if a.out else (Path(a.ckpt).parent / "csim.json" if a.ckpt
-                                         else export_dir.parent / dataset_tag(data) / "csim.json")
+                                         else export_dir.parent / (man.get("dataset") or dataset_tag(data)) /
+                                         "csim.json")
 
         tb_rc = None
         if not a.skip_tb:
@@ -101,7 +102,7 @@ def main(argv=None) -> int:
             tb_rc = run_testbench(export_dir)
 
         qnet = QNet.load_npz(export_dir / "integers.npz")
-        ds = load_dataset(data, data_dir, size=qnet.cfg.input_size)
+        ds = load_for_manifest(man, data, data_dir)
         test = ds.test.subset(a.frames if a.frames > 0 else None)
         frames, labels = test.hwc(), test.labels
         if frames.shape[1:] != qnet.input_shape:
@@ -129,7 +130,7 @@ def main(argv=None) -> int:
         fps=round(n / seconds, 2) if seconds > 0 else 0.0,
         network_id=man["network_id"],
         network=man["network"],
-        dataset=dataset_tag(data),
+        dataset=man.get("dataset") or dataset_tag(data),
         mismatched_logits=int((logits != gold).sum()),
         testbench_rc=tb_rc,
         csim_mode=a.mode,

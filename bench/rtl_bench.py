@@ -67,12 +67,16 @@ def dataset_frames(export_dir: Path, frames: int, data: str | None, data_dir: st
         n = frames if frames > 0 else 16
         x = np.random.default_rng(seed).integers(0, 256, (n, *man["input"]["shape"]), dtype=np.uint8)
         return x, None, f"random frames (seed {seed}; random weights {man['weights_source']})"
-    from zynqflow.model.data import load_dataset
+    if not (data or man.get("dataset") or man.get("dataset_source")):   # e.g. an imported network: its vectors
+        x = np.fromfile(export_dir / "vectors_in.bin", np.uint8).reshape(-1, *man["input"]["shape"])
+        n = len(x) if frames <= 0 else min(frames, len(x))
+        return x[:n], None, "the export's test vectors (no dataset)"
+    from zynqflow.model.data import load_for_manifest
 
-    name = data or man.get("dataset") or "fashion-mnist"
-    test = load_dataset(name, data_dir, man["input"]["shape"][0]).test
+    ds = load_for_manifest(man, data, data_dir)
+    test = ds.test
     n = len(test) if frames <= 0 else min(frames, len(test))
-    return test.hwc()[:n], test.labels[:n], name
+    return test.subset(n).hwc(), test.labels[:n], ds.name
 
 
 def memory_figures(res, man: dict, export_dir: Path) -> dict:

@@ -1,16 +1,30 @@
 # Vivado block design and bitstream for the zq_top engine on a PYNQ-Z2
-# (xc7z020clg400-1). Normally run by board/bitstream.sh:
+# (xc7z020clg400-1), either engine. Normally run by board/bitstream.sh:
 #
-#   vivado -mode batch -source board/pynq_z2.tcl -tclargs <ip_repo> <out_dir> <net> [jobs]
+#   vivado -mode batch -source board/pynq_z2.tcl -tclargs <ip_repo> <out_dir> <net> [jobs] [engine]
 #
-# ip_repo: the Vitis HLS IP export of zq_top for <net> (the directory holding
-#          component.xml: build/<net>/hls/zq_hls/solution1/impl/ip, `make hls`)
+# ip_repo: the engine's IP for <net> (the directory holding component.xml):
+#          engine rtl: the RTL twin packaged by board/ip/package_rtl_ip.tcl
+#                      (build/<net>/rtl_ip, zynqflow.org:rtl:zq_top:1.0);
+#          engine hls: the Vitis HLS IP export (build/<net>/hls/zq_hls/solution1/impl/ip,
+#                      `make hls`, zynqflow.org:hls:zq_top:1.0)
 # out_dir: Vivado project and results (<out_dir>/<net>_pynq-z2.bit and .hwh)
+# engine:  rtl or hls; must be the IP's (its VLNV library); default: the IP's
+#
+# Written for Vivado 2023.2 (UG994, Designing IP Subsystems Using IP Integrator), not run
+# here: tests/test_board_scripts.py runs it under tclsh with Vivado's commands stubbed.
+#
+# Both engines are wired identically: the same cell name (zq_top_0), interfaces
+# (s_axi_control, m_axi_wts, m_axi_act, s_axis_in, m_axis_out), pins (ap_clk, ap_rst_n,
+# interrupt), HP ports, SmartConnects, DMA, interrupt controller and address map. Only
+# the names of the engine's address spaces differ, and each is mapped by its own:
+# Vitis HLS names them Data_m_axi_wts / Data_m_axi_act, the IP packager after the
+# interfaces, m_axi_wts / m_axi_act.
 #
 # Design (block design "zq_bd"):
 #
 #   processing_system7 ps7 (PYNQ-Z2 DDR3/MIO settings, FCLK_CLK0 = 100 MHz)
-#     M_AXI_GP0 -> ctrl_ic (AXI interconnect) -> zq_top_0/s_axi_control  (0x4000_0000)
+#     M_AXI_GP0 -> ctrl_ic (AXI interconnect) -> zq_top_0/s_axi_control  (0x4000_0000, 64 KiB)
 #                                             -> axi_dma_0/S_AXI_LITE    (0x4040_0000)
 #                                             -> axi_intc_0/s_axi        (0x4180_0000)
 #   zq_top_0's AXI4 masters (64-bit), each through its own SmartConnect (AXI4 -> AXI3) to a PS7
@@ -45,19 +59,35 @@
 # in <out_dir>: a bitstream that misses timing computes wrong results on the board.
 
 if {[llength $argv] < 3} {
-    puts stderr "usage: vivado -mode batch -source pynq_z2.tcl -tclargs <ip_repo> <out_dir> <net> \[jobs\]"
+    puts stderr "usage: vivado -mode batch -source pynq_z2.tcl -tclargs <ip_repo> <out_dir> <net> \[jobs\] \[rtl|hls\]"
     exit 2
 }
 set ip_repo [file normalize [lindex $argv 0]]
 set out_dir [file normalize [lindex $argv 1]]
 set net     [lindex $argv 2]
 set jobs    [expr {[llength $argv] > 3 ? [lindex $argv 3] : 2}]
+set engine  [lindex $argv 4]
 set part    xc7z020clg400-1
 set bd      zq_bd
 set fclk_mhz 100
+# the engine specification (generated from spec/engine.py): the DDR window, the register maps
+source [file join [file dirname [file normalize [info script]]] zq_spec.tcl]
+# each engine's address spaces of m_axi_wts / m_axi_act, by the names its IP gives them
+array set zq_spaces {
+    hls {wts Data_m_axi_wts act Data_m_axi_act}
+    rtl {wts m_axi_wts act m_axi_act}
+}
+# the control registers: one 64 KiB segment (the address block "Reg" of both IPs)
+set zq_ctrl_base  0x40000000
+set zq_ctrl_bytes 65536
 
+if {$engine ni {"" rtl hls}} {
+    puts stderr "pynq_z2.tcl: engine '$engine': rtl (the RTL twin) or hls (the Vitis HLS engine)"
+    exit 2
+}
 if {![file exists [file join $ip_repo component.xml]]} {
-    puts stderr "pynq_z2.tcl: $ip_repo has no component.xml (the Vitis HLS IP export of zq_top; run `make hls`)"
+    puts stderr "pynq_z2.tcl: $ip_repo has no component.xml (the zq_top IP: board/ip/package_rtl_ip.tcl for the\
+        RTL twin, `make hls` for the HLS engine; board/bitstream.sh makes the one it needs)"
     exit 2
 }
 file mkdir $out_dir
@@ -79,7 +109,24 @@ if {$zq_vlnv eq ""} {
     puts stderr "pynq_z2.tcl: no IP named zq_top in $ip_repo"
     exit 2
 }
-puts "pynq_z2.tcl: accelerator IP $zq_vlnv"
+set zq_library [lindex [split $zq_vlnv :] 1]
+if {$zq_library ni {rtl hls}} {
+    puts stderr "pynq_z2.tcl: $zq_vlnv in $ip_repo is neither the RTL twin (zynqflow.org:rtl:zq_top) nor the HLS\
+        engine (zynqflow.org:hls:zq_top)"
+    exit 2
+}
+if {$engine eq ""} {
+    set engine $zq_library
+} elseif {$engine ne $zq_library} {
+    puts stderr "pynq_z2.tcl: engine $engine asked for, but the IP in $ip_repo is the $zq_library engine's ($zq_vlnv)"
+    exit 2
+}
+puts "pynq_z2.tcl: accelerator IP $zq_vlnv (engine $engine)"
+if {$zq_spec(regmap_bytes,$engine) > $zq_ctrl_bytes} {
+    puts stderr "pynq_z2.tcl: the $engine register map ($zq_spec(regmap_bytes,$engine) bytes) does not fit the\
+        $zq_ctrl_bytes-byte control segment"
+    exit 2
+}
 
 create_bd_design $bd
 
@@ -259,17 +306,21 @@ foreach p {zq_top_0/ap_rst_n axi_dma_0/axi_resetn mem_sc/aresetn wts_sc/aresetn 
 connect_bd_net [get_bd_pins rst_fclk0/interconnect_aresetn] [get_bd_pins ctrl_ic/ARESETN]
 
 # addresses: the DDR (0x0000_0000, 512 MiB: the PYNQ-Z2's, and the engine's window) in both of the
-# engine's address spaces; the accelerator, the DMA and the interrupt controller registers in GP0
-# (the controller where base.tcl puts it), all of DDR for the DMA
+# engine's address spaces, each by the name the engine's IP gives it; the accelerator's registers
+# (its address block "Reg" on s_axi_control), the DMA's and the interrupt controller's in GP0 (the
+# controller where base.tcl puts it), all of DDR for the DMA
+set ddr_range "[expr {$zq_spec(ddr_window_bytes) >> 20}]M"
 foreach {port hp} {wts HP0 act HP2} {
-    assign_bd_address -offset 0x00000000 -range 512M -target_address_space \
-        [get_bd_addr_spaces zq_top_0/Data_m_axi_$port] [get_bd_addr_segs ps7/S_AXI_$hp/${hp}_DDR_LOWOCM] -force
+    set space [dict get $zq_spaces($engine) $port]
+    assign_bd_address -offset 0x00000000 -range $ddr_range -target_address_space \
+        [get_bd_addr_spaces zq_top_0/$space] [get_bd_addr_segs ps7/S_AXI_$hp/${hp}_DDR_LOWOCM] -force
 }
+assign_bd_address -offset $zq_ctrl_base -range "[expr {$zq_ctrl_bytes >> 10}]K" \
+    -target_address_space [get_bd_addr_spaces ps7/Data] \
+    [get_bd_addr_segs zq_top_0/s_axi_control/Reg] -force
 assign_bd_address
-set seg_zq   [get_bd_addr_segs -of_objects [get_bd_addr_spaces ps7/Data] -filter {NAME =~ *zq_top_0*}]
 set seg_dma  [get_bd_addr_segs -of_objects [get_bd_addr_spaces ps7/Data] -filter {NAME =~ *axi_dma_0*}]
 set seg_intc [get_bd_addr_segs -of_objects [get_bd_addr_spaces ps7/Data] -filter {NAME =~ *axi_intc_0*}]
-if {$seg_zq ne ""}   { set_property offset 0x40000000 $seg_zq }
 if {$seg_dma ne ""}  { set_property offset 0x40400000 $seg_dma }
 if {$seg_intc ne ""} { set_property offset 0x41800000 $seg_intc }
 

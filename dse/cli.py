@@ -52,7 +52,9 @@ def parser() -> argparse.ArgumentParser:
     r = sub.add_parser("run", help="create or resume a study, run trials, write the outputs, hardware in the loop")
     _add_common(r)
     _add_work(r)
-    r.add_argument("--data", default=None, help="fashion-mnist (default), synthetic, cifar10, or a cifar-10 dir")
+    r.add_argument("--data", default=None, help="fashion-mnist (default), synthetic, cifar10, or a folder: "
+                                                "cifar-10-batches-py, IDX files, or image folders (train/<class>/ "
+                                                "+ test/<class>/, or <class>/)")
     r.add_argument("--part", default=None, help=f"target part ({', '.join(hw_model.PARTS)}; pynq-z2, zcu104)")
     r.add_argument("--space", default=None, choices=sorted(SPACES), help="search space (default: default)")
     r.add_argument("--engines", default=None, help="only these engines, e.g. 16x8,32x8 (default: all that fit)")
@@ -114,10 +116,16 @@ def _proxy(a) -> tuple[Proxy, bool]:
 
 
 def _data(a) -> tuple[str, str | None]:
-    """(dataset name, directory): a directory given as --data is CIFAR-10 there."""
+    """(dataset, directory): a directory given as --data is looked at: CIFAR-10 pickles or
+    Fashion-MNIST IDX files there, or a folder of images (its path is the study's dataset)."""
     data, ddir = a.data or "fashion-mnist", a.data_dir
     if Path(data).is_dir():
-        data, ddir = "cifar10", ddir or data
+        from zynqflow.model.folders import detect_layout
+
+        layout = detect_layout(data)
+        if layout not in ("cifar10", "idx"):
+            return str(Path(data).resolve()), None
+        data, ddir = ("cifar10" if layout == "cifar10" else "fashion-mnist"), ddir or data
     from zynqflow.model.data import dataset_tag
 
     return dataset_tag(data), ddir
@@ -133,7 +141,9 @@ def cmd_run(a) -> int:
     settings = settings_from_args(data, part, a.space or "default", engines, proxy,
                                   0 if a.seed is None else a.seed, 10 if a.startup_trials is None else a.startup_trials,
                                   a.min_fps or 0.0, a.target or "rtl")
-    name = a.study or f"{data}-{settings.part}"
+    from zynqflow.model.data import dataset_tag
+
+    name = a.study or f"{dataset_tag(data)}-{settings.part}"
     out = default_out(name, a.out_root)
     explicit = {"data": a.data is not None, "in_channels": a.data is not None, "part": a.part is not None,
                 "space": a.space is not None or bool(engines), "proxy": proxy_explicit, "seed": a.seed is not None,

@@ -202,6 +202,10 @@ def open_study(name: str, storage, settings: Settings | None, worker_seed: int, 
 def class_names(data: str) -> tuple[str, ...]:
     from zynqflow.model.data import dataset_tag
 
+    if Path(data).is_dir():                 # a folder of images: its class folders
+        from zynqflow.model.folders import list_folder
+
+        return list_folder(data).class_names
     return {"fashion-mnist": FASHION_CLASSES, "cifar10": CIFAR10_CLASSES}.get(dataset_tag(data), ())
 
 
@@ -477,6 +481,13 @@ def settings_from_args(data: str, part: str, space: str, engines: tuple[str, ...
 
     in_channels = 3 if dataset_tag(data) == "cifar10" else 1
     sp = get_space(space, engines)
+    if Path(data).is_dir():                 # a folder of images: its colour and class count
+        from zynqflow.model.folders import folder_channels, list_folder
+
+        lst = list_folder(data)
+        in_channels = folder_channels(lst)
+        sp = replace(sp, num_classes=len(lst.class_names))
+        sp.check()
     hw_model.get_part(part)
     return Settings(data=data, part=hw_model.get_part(part).name, space=sp.to_dict(), proxy=asdict(proxy),
                     seed=seed, startup_trials=startup_trials, in_channels=in_channels, min_fps=float(min_fps),

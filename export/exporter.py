@@ -153,8 +153,12 @@ def rtl_params_text(qnet: QNet, plan: HwPlan) -> str:
     return "\n".join(lines)
 
 
-def manifest(qnet: QNet, plan: HwPlan, n_vectors: int) -> dict:
+def manifest(qnet: QNet, plan: HwPlan, n_vectors: int, dataset_info: dict | None = None) -> dict:
+    """The manifest. ``dataset_info`` (:func:`checkpoint_dataset`): the preprocessing recipe the
+    network was trained with (else the default for its dataset) and, for a folder of images,
+    where it is (``dataset_source``: path, split, skip_bad), so later stages find its test split."""
     cfg, e = qnet.cfg, plan.engine
+    info = dataset_info or {}
     h, w, c = qnet.input_shape
     k = build_constants(plan)
     from zynqflow.spec.cycles import predict
@@ -167,7 +171,8 @@ def manifest(qnet: QNet, plan: HwPlan, n_vectors: int) -> dict:
                    bytes_per_frame=h * w * c, pixels_per_beat=E.PIXELS_PER_BEAT),
         output=dict(classes=cfg.num_classes, format=qnet.output_format.to_dict(),
                     dtype=f"int{qnet.output_format.bits}", values_per_beat=1),
-        preprocess=default_recipe(qnet.dataset, (h, w, c)),
+        preprocess=info.get("recipe") or default_recipe(qnet.dataset, (h, w, c)),
+        dataset_source={k: info.get(k) for k in ("path", "split", "skip_bad")} if info.get("path") else None,
         class_names=list(qnet.class_names) or [f"class{i}" for i in range(cfg.num_classes)],
         engine=dict(n_pe=e.n_pe, n_ci=e.n_ci, mac_units=e.n_pe * e.n_ci, dsp48e1=e.n_pe * e.n_ci // 2,
                     params=asdict(e),
@@ -199,15 +204,16 @@ def manifest(qnet: QNet, plan: HwPlan, n_vectors: int) -> dict:
 
 
 def export(qnet: QNet, out_dir: Path, frames_hwc: np.ndarray | None = None,
-           engine: EngineParams | None = None, weights_source: str = "") -> dict:
+           engine: EngineParams | None = None, weights_source: str = "", dataset_info: dict | None = None) -> dict:
     """Check, plan, then write every export file into ``out_dir`` atomically. Returns the manifest.
     ``engine`` defaults to :func:`default_engine` of the network; ``weights_source`` says where the
-    weights came from (``checkpoint:<path>``, ``random:<seed>``) and goes into the manifest."""
+    weights came from (``checkpoint:<path>``, ``random:<seed>``) and goes into the manifest;
+    ``dataset_info``: see :func:`manifest`."""
     verify(qnet)
     plan = plan_hardware(qnet, engine or default_engine(qnet.cfg))
     frames = np.zeros((0,) + qnet.input_shape, np.uint8) if frames_hwc is None else np.asarray(frames_hwc, np.uint8)
     logits = golden_logits(qnet, frames) if len(frames) else np.zeros((0, qnet.num_classes), np.int64)
-    man = manifest(qnet, plan, len(frames))
+    man = manifest(qnet, plan, len(frames), dataset_info)
     man["weights_source"] = weights_source or "unknown"
     out_dir = Path(out_dir)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
@@ -263,8 +269,33 @@ def load_checkpoint_qnet(ckpt: str | Path) -> QNet:
         raise ExportError(str(p), f"checkpoint does not match its topology ({e})") from e
     if not net.act_formats or not net.folded:
         raise ExportError(str(p), "checkpoint is not quantized (training did not reach calibration/QAT)")
+    info = ck.get("dataset") or {}
     data = ck.get("train_config", {}).get("data", "")
-    return qnet_from_model(net, dataset_tag(data) if data else "")
+    return qnet_from_model(net, info.get("tag") or (dataset_tag(data) if data else ""))
+
+
+def checkpoint_dataset(ckpt: str | Path) -> dict:
+    """What a checkpoint says about its data: ``tag``, ``data`` and ``data_dir`` (the training
+    arguments), and for a folder of images ``path``, ``recipe``, ``split``, ``skip_bad``,
+    ``channels`` and ``class_names`` (``dataset`` in checkpoints written by this version)."""
+    import torch
+
+    ck = torch.load(Path(ckpt), map_location="cpu", weights_only=False)
+    tc = ck.get("train_config", {}) if isinstance(ck, dict) else {}
+    info = dict(ck.get("dataset") or {}) if isinstance(ck, dict) else {}
+    info.setdefault("recipe", None)
+    return dict(info, data=tc.get("data"), data_dir=tc.get("data_dir"))
+
+
+def dataset_test_frames(qnet: QNet, info: dict, n: int, data_dir: str | None = None) -> np.ndarray:
+    """The first ``n`` test-split frames (HWC) of the data a network was trained on."""
+    from zynqflow.model.data import load_dataset
+
+    h, w, c = qnet.input_shape
+    data = info.get("path") or info.get("data") or qnet.dataset or "synthetic"
+    ds = load_dataset(data, data_dir or info.get("data_dir"), size=h, channels=c, recipe=info.get("recipe"),
+                      split=info.get("split"), skip_bad=bool(info.get("skip_bad")))
+    return ds.test.subset(n).hwc()
 
 
 def main(argv=None) -> int:
@@ -291,14 +322,12 @@ def main(argv=None) -> int:
     if (a.n_pe is None) != (a.n_ci is None):
         p.error("give both --n-pe and --n-ci, or neither")
     try:
+        info = None
         if a.ckpt:
             qnet = load_checkpoint_qnet(a.ckpt)
             source = f"checkpoint:{a.ckpt}"
-            frames = None
-            if a.vectors:
-                from zynqflow.model.data import load_dataset
-                ds = load_dataset(qnet.dataset or "synthetic", a.data_dir, size=qnet.cfg.input_size)
-                frames = ds.test.subset(a.vectors).hwc()
+            info = checkpoint_dataset(a.ckpt)
+            frames = dataset_test_frames(qnet, info, a.vectors, a.data_dir) if a.vectors else None
         else:
             from zynqflow.spec.topology import get_config
 
@@ -311,7 +340,7 @@ def main(argv=None) -> int:
         out = Path(a.out or f"build/{qnet.name}/export")
         d = default_engine(qnet.cfg)
         engine = EngineParams(a.n_pe or d.n_pe, a.n_ci or d.n_ci, act_kb=a.act_kb, wcache_kb=a.wcache_kb)
-        man = export(qnet, out, frames, engine, weights_source=source)
+        man = export(qnet, out, frames, engine, weights_source=source, dataset_info=info)
     except (ExportError, DesignRuleError, ValueError, OSError) as e:
         print(f"export failed, nothing written: {e}", file=sys.stderr)
         return 2

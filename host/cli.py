@@ -4,6 +4,7 @@
     zynqflow stream 'photos/*.png' --backend rtl
     zynqflow benchmark --backend golden,csim,rtl --frames 64
     zynqflow info
+    zynqflow import model.onnx --data my_images/               # a Brevitas QONNX export (zynqflow[import])
 
 Also ``python -m zynqflow.host.cli``. ``--export`` is an export directory
 or its manifest.json; without it, from any directory: ``$ZYNQFLOW_EXPORT``
@@ -347,6 +348,8 @@ def build_parser() -> argparse.ArgumentParser:
     i = sub.add_parser("info", help="the export, the backends available here, the default backend")
     _common(i)
     i.set_defaults(func=cmd_info)
+    sub.add_parser("import", help="a Brevitas QONNX export -> network config and checkpoint (needs zynqflow[import]; "
+                                  "zynqflow import -h)")
     return p
 
 
@@ -358,7 +361,22 @@ def _fail(e: Exception, code: int, prefix: str = "") -> int:
     return code
 
 
+def cmd_import(argv: list[str]) -> int:
+    """``zynqflow import model.onnx ...``: a Brevitas QONNX export into the flow, by the ``import``
+    extra, imported only here (the board CLI stays torch- and onnx-free)."""
+    try:
+        from zynqflow.export.qonnx_import import main as import_main
+    except ImportError as e:
+        print(f"zynqflow import needs the import extra (brevitas, qonnx, onnx): pip install 'zynqflow[import]' "
+              f"({e})", file=sys.stderr)
+        return 2
+    return import_main(argv)
+
+
 def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["import"]:
+        return cmd_import(argv[1:])
     a = build_parser().parse_args(argv)
     try:
         return a.func(a)

@@ -1,6 +1,8 @@
 """Datasets as uint8 NCHW arrays: Fashion-MNIST (IDX), CIFAR-10 (python
-pickles) and a deterministic synthetic set. No torchvision; the loaders are
-numpy only (torch is imported by the batching and augmentation helpers).
+pickles), folders of your own images (:mod:`zynqflow.model.folders`, decoded
+by the host's preprocessing into a memory-mapped cache) and a deterministic
+synthetic set. No torchvision; the loaders are numpy (and Pillow) only (torch
+is imported by the batching and augmentation helpers).
 
 Every loader validates what it reads and raises :class:`DatasetError`
 naming the file; nothing is ever partially loaded.
@@ -58,10 +60,13 @@ class Split:
 
 @dataclass
 class Dataset:
-    name: str
+    name: str                       # the dataset tag: build/<net>/<name>/
     train: Split
     test: Split
     class_names: tuple[str, ...]
+    val: Split | None = None        # image folders with a val/ folder
+    recipe: dict | None = None      # image folders: the preprocessing recipe the frames were made with
+    description: str = ""           # what was found where (image folders, CIFAR-10, IDX)
 
     @property
     def channels(self) -> int:
@@ -255,10 +260,48 @@ def synthetic(n_train: int = 512, n_test: int = 256, size: int = 32, channels: i
     return Dataset(f"synthetic{size}", make(n_train), make(n_test), tuple(f"class{c}" for c in range(classes)))
 
 
-def load_dataset(name: str, data: str | None = None, size: int = 32) -> Dataset:
-    """``fashion-mnist`` (optionally ``DATA=dir``), ``synthetic``, ``cifar10``
-    (needs ``DATA=dir``), or a directory path holding cifar-10-batches-py."""
+def _is_dir(p) -> bool:
+    return bool(p) and Path(str(p)).is_dir()
+
+
+def _folder_path(name: str, data) -> Path | None:
+    """The directory a dataset argument points at, when it is not a dataset name: ``name``
+    itself, or ``data`` for a generic name (``folder``) or a folder's tag."""
+    if _is_dir(name):
+        return Path(name)
+    if _is_dir(data) and name.lower() not in _NAMED:
+        return Path(data)
+    return None
+
+
+_NAMED = ("fashion-mnist", "fashion_mnist", "fmnist", "synthetic", "synth", "cifar10", "cifar-10")
+
+
+def load_dataset(name: str, data: str | None = None, size: int = 32, channels: int | None = None,
+                 recipe: str | dict | None = None, split: float | None = None, skip_bad: bool = False,
+                 workers: int | None = None, log=print) -> Dataset:
+    """``fashion-mnist`` (optionally ``DATA=dir``), ``synthetic``, ``cifar10`` (needs
+    ``DATA=dir``), or a directory: the layout is detected (:func:`zynqflow.model.folders.detect_layout`)
+    and said: CIFAR-10 pickles, Fashion-MNIST IDX files, or image folders
+    (``train/<class>``, ``test/<class>`` or ``<class>/`` with ``split``), decoded to ``size``
+    x ``size`` x ``channels`` (None: 3 if any image is in colour) by the host's
+    preprocessing ``recipe`` (None/``auto``: the default for the data, ``plain``) into the
+    memory-mapped cache. ``name`` may also be ``folder`` or a folder's tag with the
+    directory in ``data``."""
     key = name.lower()
+    folder = _folder_path(name, data)
+    if folder is not None:
+        from .folders import LAYOUT_TEXT, detect_layout
+
+        layout = detect_layout(folder)
+        if layout == "cifar10":
+            ds = load_cifar10(folder)
+        elif layout == "idx":
+            ds = load_fashion_mnist(folder, pad=size)
+        else:
+            return load_folder(folder, size, channels, recipe, split, skip_bad, workers, log)
+        ds.description = f"{folder}: {LAYOUT_TEXT[layout]}"
+        return ds
     if key in ("fashion-mnist", "fashion_mnist", "fmnist"):
         return load_fashion_mnist(data, pad=size)
     if key in ("synthetic", "synth"):
@@ -267,20 +310,89 @@ def load_dataset(name: str, data: str | None = None, size: int = 32) -> Dataset:
         if not data:
             raise DatasetError("CIFAR-10 needs DATA=<dir with cifar-10-batches-py>")
         return load_cifar10(data)
-    if Path(name).is_dir():
-        return load_cifar10(name)
+    if "/" in name or key in ("folder", "imagefolder", "images"):
+        raise DatasetError(f"{data if key in ('folder', 'imagefolder', 'images') else name}: no such folder")
     raise DatasetError(f"unknown dataset '{name}' (fashion-mnist, cifar10 with DATA=dir, synthetic, "
-                       "or a cifar-10-batches-py directory)")
+                       "or a folder: image folders train/<class>/ and test/<class>/, <class>/, "
+                       "cifar-10-batches-py or IDX files)")
+
+
+def folder_recipe(recipe: str | dict | None, tag: str, shape) -> dict:
+    """The preprocessing recipe of an image-folder dataset: ``auto``/None -> the default
+    for the data (``plain``), a recipe name, or a ``preprocess`` dict, checked as the host
+    checks a manifest's."""
+    from zynqflow.host.errors import PreprocessError
+    from zynqflow.host.preprocess import check_recipe
+    from zynqflow.spec.recipes import default_recipe
+
+    if recipe in (None, "auto"):
+        return default_recipe(tag, shape)
+    raw = {"recipe": recipe} if isinstance(recipe, str) else recipe
+    try:
+        return check_recipe(raw, shape, "--recipe")
+    except PreprocessError as e:
+        raise DatasetError(str(e)) from e
+
+
+def load_folder(root, size: int, channels: int | None = None, recipe: str | dict | None = None,
+                split: float | None = None, skip_bad: bool = False, workers: int | None = None,
+                log=print) -> Dataset:
+    """An image-folder dataset through the cache (:mod:`zynqflow.model.folders`)."""
+    from zynqflow.host.preprocess import content_size
+
+    from . import folders as F
+
+    lst = F.list_folder(root, split)
+    tag = F.folder_tag(lst.root)
+    if channels is None:
+        channels = F.folder_channels(lst, tag=tag)
+    if channels not in (1, 3):
+        raise DatasetError(f"{lst.root}: {channels} input channels: image folders make gray (1) or RGB (3) frames")
+    shape = (size, size, channels)
+    r = folder_recipe(recipe, tag, shape)
+    cache = F.build_cache(lst, shape, r, content_size(shape, tag), skip_bad, workers, tag=tag, log=log)
+    skipped = sum(len(v) for v in cache.meta["skipped"].values())
+    desc = lst.describe() + (f"; {skipped} bad images skipped" if skipped else "") + \
+        (f"; cache {cache.dir} ({'built' if cache.built else 'loaded'} in {cache.seconds:.1f} s)")
+
+    def split_of(s: str) -> Split:
+        return Split(cache.images(s), cache.labels(s))
+    val = split_of("val") if "val" in cache.meta["counts"] else None
+    return Dataset(tag, split_of("train"), split_of("test"), tuple(lst.class_names), val=val, recipe=r,
+                   description=desc)
+
+
+def load_for_manifest(man: dict, data: str | None = None, data_dir: str | None = None, log=print) -> Dataset:
+    """The dataset of an export's manifest at its input shape: ``data`` (a name or folder), else
+    the folder the manifest names (``dataset_source``), else its ``dataset``; an image folder is
+    decoded with the manifest's recipe, split and skip_bad, so the test split is the one trained with."""
+    src = man.get("dataset_source") or {}
+    h, _, c = (int(v) for v in man["input"]["shape"])
+    name = data or src.get("path") or man.get("dataset") or "fashion-mnist"
+    return load_dataset(name, data_dir, size=h, channels=c, recipe=man.get("preprocess"), split=src.get("split"),
+                        skip_bad=bool(src.get("skip_bad")), log=log)
 
 
 def dataset_tag(name: str) -> str:
-    """Directory name under build/<net>/ for a dataset argument."""
+    """Directory name under build/<net>/ for a dataset argument: ``fashion-mnist``,
+    ``synthetic``, ``cifar10`` (also a folder of CIFAR-10 pickles), and for a folder of
+    images its name plus a short hash of its path (:func:`zynqflow.model.folders.folder_tag`)."""
     key = name.lower()
     if key in ("fashion-mnist", "fashion_mnist", "fmnist"):
         return "fashion-mnist"
-    if key in ("cifar10", "cifar-10") or Path(name).is_dir():
+    if key in ("cifar10", "cifar-10"):
         return "cifar10"
-    return "synthetic" if key in ("synthetic", "synth") else key
+    if key in ("synthetic", "synth"):
+        return "synthetic"
+    if Path(name).is_dir():
+        from .folders import detect_layout, folder_tag
+
+        try:
+            layout = detect_layout(name)
+        except DatasetError:
+            layout = "folder"
+        return {"cifar10": "cifar10", "idx": "fashion-mnist"}.get(layout) or folder_tag(name)
+    return key
 
 
 # ---- batches and augmentation (torch, no torchvision) ------------------------

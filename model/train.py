@@ -15,6 +15,15 @@ float + 3 QAT epochs with random flips and shifts of up to 2 pixels; CIFAR-10
 (``--data cifar10 --data-dir DIR`` or ``--data DIR``) trains 60 float + 5 QAT
 epochs with the usual CIFAR augmentation: random 32x32 crops of the image
 zero-padded by 4 pixels, and horizontal flips.
+
+A folder of your own images (``--data DIR``: ``train/<class>/``, ``test/<class>/``,
+or ``<class>/`` with ``--split``; :mod:`zynqflow.model.folders`) is decoded at the
+network's input size by the host's preprocessing (``--recipe``) into a
+memory-mapped cache, gray or RGB as its images are (``--channels``); a preset
+network's class count follows the folder's classes (a JSON config whose
+``num_classes`` differs is refused), and the class names go into the
+checkpoint, hence the manifest. It trains 30 float + 3 QAT epochs with flips
+and shifts of 1/16 of the input size.
 """
 
 from __future__ import annotations
@@ -26,7 +35,7 @@ import os
 import platform
 import sys
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -35,13 +44,13 @@ import torch.distributed as dist
 import torch.nn.functional as F
 from tqdm import tqdm
 
-from zynqflow.spec.topology import get_config
+from zynqflow.spec.topology import PRESETS, DesignRuleError, NetConfig, check_rules, get_config
 
-from .data import Dataset, Split, augment, batches, dataset_tag, load_dataset
+from .data import Dataset, DatasetError, Split, augment, batches, dataset_tag, load_dataset
 from .net import ZynqNet
 
 
-_RUN_ONLY = {"resume", "threads", "profile", "out", "data_dir", "dump_rank_state"}  # do not change the result
+_RUN_ONLY = {"resume", "threads", "profile", "out", "data_dir", "dump_rank_state", "workers"}  # do not change the result
 
 # Per-dataset schedule and augmentation (by dataset_tag); unlisted datasets use the TrainConfig defaults.
 # augment_shift: random translation of up to this many pixels with zero fill (= a random crop of the
@@ -50,12 +59,50 @@ RECIPES = {
     "fashion-mnist": dict(epochs=20, qat_epochs=3, augment_shift=2),
     "synthetic": dict(epochs=20, qat_epochs=3, augment_shift=2),
     "cifar10": dict(epochs=60, qat_epochs=5, augment_shift=4),
+    "folder": dict(epochs=30, qat_epochs=3, augment_shift=None),   # shift: input size / 16
 }
 
 
 def recipe(data: str) -> dict:
-    """The schedule and augmentation of ``data`` (a dataset name or a cifar-10-batches-py directory)."""
-    return RECIPES.get(dataset_tag(data), RECIPES["fashion-mnist"])
+    """The schedule and augmentation of ``data`` (a dataset name, a cifar-10-batches-py directory
+    or a folder of images)."""
+    tag = dataset_tag(data)
+    if tag not in RECIPES and Path(data).is_dir():
+        return RECIPES["folder"]
+    return RECIPES.get(tag, RECIPES["fashion-mnist"])
+
+
+def fit_classes(cfg: NetConfig, class_names: tuple[str, ...], preset: bool, where: str,
+                from_folder: bool = True) -> NetConfig:
+    """``cfg`` for the data's classes: the class names set, and for a preset network the class
+    count too (a head of exactly ``num_classes`` channels is resized; a wider one, as ZynqNet's
+    1024-channel c10 for 1000 classes, is kept and its first channels are the logits). A JSON
+    config whose ``num_classes`` differs from the data is refused, naming both numbers."""
+    n = len(class_names)
+    if n == cfg.num_classes:
+        # a JSON config keeps the names it gives (or has none, unless the data is a folder: its names)
+        keep = not preset and (cfg.class_names or not from_folder)
+        return cfg if keep else replace(cfg, class_names=tuple(class_names))
+    if not preset:
+        raise ValueError(f"network config {cfg.name} has num_classes {cfg.num_classes}, the data ({where}) has {n} "
+                         f"classes: set num_classes to {n} (and the final conv's channels) in the config")
+    heads = [l for l in cfg.layers if l.dst == cfg.output_tensor]
+    width = sum(l.cout for l in heads)
+    if width > cfg.num_classes and n <= width:
+        new = replace(cfg, num_classes=n, class_names=tuple(class_names))
+    elif n % len(heads) == 0:
+        part = n // len(heads)
+        resized = {l.name: replace(l, cout=part, dst_offset=i * part) for i, l in enumerate(heads)}
+        new = replace(cfg, layers=tuple(resized.get(l.name, l) for l in cfg.layers), num_classes=n,
+                      class_names=tuple(class_names))
+    else:
+        raise ValueError(f"{cfg.name}: its head has {len(heads)} equal parts, which cannot make {n} classes "
+                         f"({where}); use a config with num_classes {n}")
+    try:
+        check_rules(new)
+    except DesignRuleError as e:
+        raise ValueError(f"{cfg.name} with {n} classes ({where}): {e}") from e
+    return new
 
 
 @dataclass
@@ -71,6 +118,11 @@ class TrainConfig:
     weight_decay: float = 5e-4
     label_smoothing: float = 0.05
     seed: int = 0
+    channels: int | None = None      # image folders: 1 (gray) or 3 (RGB); None: 3 if any image is in colour
+    recipe: str = "auto"             # image folders: host preprocessing recipe (auto = plain; fashion-mnist)
+    split: float | None = None       # <class>/ folders: fraction of each class held out as test (default 0.1)
+    skip_bad: bool = False           # image folders: skip (and count) unreadable images instead of stopping
+    workers: int | None = None       # image folders: decoding processes (default: one per core)
     calib_images: int = 2048
     limit_train: int | None = None   # use only the first N training images (quick runs)
     limit_test: int | None = None
@@ -144,11 +196,17 @@ def run(tc: TrainConfig) -> dict:
     main = rank == 0
 
     base = get_config(tc.net)
-    ds: Dataset = load_dataset(tc.data, tc.data_dir, size=base.input_size)
-    tag = dataset_tag(tc.data)
+    ds: Dataset = load_dataset(tc.data, tc.data_dir, size=base.input_size, channels=tc.channels, recipe=tc.recipe,
+                               split=tc.split, skip_bad=tc.skip_bad, workers=tc.workers,
+                               log=print if main else (lambda *a, **k: None))
+    if main and ds.description:
+        print(f"dataset {ds.description}")
+    tag = ds.name if ds.recipe is not None else dataset_tag(tc.data)
     cfg = get_config(tc.net, in_channels=ds.channels)
     if cfg.input_size != ds.size:
         raise ValueError(f"{tc.net} takes {cfg.input_size}x{cfg.input_size} inputs, dataset is {ds.size}x{ds.size}")
+    cfg = fit_classes(cfg, ds.class_names, tc.net in PRESETS, ds.description.split(":")[0] or tag,
+                      from_folder=ds.recipe is not None)
     train_all, test_split, eval_split = ds.train, ds.test, "test"
     if tc.holdout:
         if not 0 < tc.holdout < len(train_all):
@@ -160,6 +218,11 @@ def run(tc: TrainConfig) -> dict:
     train_split = train_all.subset(tc.limit_train)
     test_split = test_split.subset(tc.limit_test)
     shift = recipe(tc.data)["augment_shift"]
+    if shift is None:
+        shift = max(1, cfg.input_size // 16)
+    data_info = dict(tag=tag, class_names=list(ds.class_names), channels=cfg.in_channels, recipe=ds.recipe,
+                     split=tc.split, skip_bad=tc.skip_bad,
+                     path=str(Path(tc.data).resolve()) if ds.recipe is not None else None)
     out = Path(tc.out or f"build/{cfg.name}/{tag}")
     out.mkdir(parents=True, exist_ok=True)
     ck_path, log_path = out / "checkpoint.pt", out / "train_log.jsonl"
@@ -261,6 +324,8 @@ def run(tc: TrainConfig) -> dict:
         rec = dict(epoch=epoch + 1, phase="qat" if qat else "float", loss=loss_sum / max(1, seen),
                    train_top1=correct / max(1, seen), test_top1=test_acc, seconds=secs,
                    lr=base_lr)
+        if ds.val is not None and len(ds.val):
+            rec["val_top1"] = float_accuracy(net, ds.val, device=device)
         history.append(rec)
         if main:
             print(f"epoch {epoch + 1}: loss {rec['loss']:.4f} train {rec['train_top1']:.4f} "
@@ -268,7 +333,7 @@ def run(tc: TrainConfig) -> dict:
             with open(log_path, "a") as f:
                 f.write(json.dumps(rec) + "\n")
             ck = net.checkpoint_state()
-            ck.update(train_config=asdict(tc), optimizer=opt.state_dict(),
+            ck.update(train_config=asdict(tc), dataset=data_info, optimizer=opt.state_dict(),
                       train=dict(epoch=epoch + 1, qat=qat, float_top1=float_top1, done=False))
             torch.save(ck, ck_path.with_suffix(".tmp"))
             os.replace(ck_path.with_suffix(".tmp"), ck_path)
@@ -288,7 +353,7 @@ def run(tc: TrainConfig) -> dict:
         eval_s = time.time() - t0
         log = [json.loads(l) for l in log_path.read_text().splitlines()] if log_path.exists() else history
         metrics = dict(
-            net=cfg.name, dataset=tag, float_top1=float_top1, fixed_top1=fixed_top1,
+            net=cfg.name, dataset=tag, class_names=list(cfg.class_names), float_top1=float_top1, fixed_top1=fixed_top1,
             fixed_minus_float=None if float_top1 is None else fixed_top1 - float_top1,
             qat_fake_quant_top1=float_accuracy(net_cpu, test_split),
             test_images=len(test_split), train_images=len(train_split), eval_split=eval_split,
@@ -307,7 +372,7 @@ def run(tc: TrainConfig) -> dict:
             train_config=asdict(tc),
         )
         ck = net_cpu.checkpoint_state()
-        ck.update(train_config=asdict(tc),
+        ck.update(train_config=asdict(tc), dataset=data_info,
                   train=dict(epoch=total_epochs, qat=True, float_top1=float_top1, done=True))
         torch.save(ck, ck_path.with_suffix(".tmp"))
         os.replace(ck_path.with_suffix(".tmp"), ck_path)
@@ -327,8 +392,20 @@ def parse_args(argv=None) -> TrainConfig:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     d = TrainConfig()
     p.add_argument("--net", default=d.net, help="preset name or JSON config file")
-    p.add_argument("--data", default=d.data, help="fashion-mnist, cifar10, synthetic")
+    p.add_argument("--data", default=d.data, help="fashion-mnist, cifar10, synthetic, or a folder: image folders "
+                                                  "(train/<class>/ + test/<class>/, or <class>/ with --split), "
+                                                  "cifar-10-batches-py or IDX files")
     p.add_argument("--data-dir", default=None, help="dataset directory (DATA=dir)")
+    p.add_argument("--channels", type=int, choices=(1, 3), default=None,
+                   help="image folders: gray (1) or RGB (3) frames (default: 3 if any image is in colour)")
+    p.add_argument("--recipe", default=d.recipe, choices=("auto", "plain", "fashion-mnist"),
+                   help="image folders: the host's preprocessing recipe the images are brought to the input with "
+                        "(auto: plain = centre-crop and resize; recorded in the manifest)")
+    p.add_argument("--split", type=float, default=None,
+                   help="single <class>/ folder: fraction of each class held out as the test split (default 0.1)")
+    p.add_argument("--skip-bad", action="store_true",
+                   help="image folders: skip and count unreadable or truncated images instead of stopping")
+    p.add_argument("--workers", type=int, default=None, help="image folders: decoding processes (default: cores)")
     p.add_argument("--epochs", type=int, default=None, help="float epochs (default: the dataset's recipe)")
     p.add_argument("--qat-epochs", type=int, default=None, help="QAT epochs (default: the dataset's recipe)")
     p.add_argument("--batch-size", type=int, default=d.batch_size)

@@ -10,7 +10,10 @@ Writes, from :mod:`zynqflow.spec.engine` only:
 ``rtl/zq_spec.svh``   SystemVerilog macros (constants, register offsets, status bits)
                       and row decode functions (``include`` it inside a module);
 ``docs/engine-spec.md``  the tables of the row, the registers, the status bits and the
-                      weight-image header, for people.
+                      weight-image header, for people;
+``board/zq_spec.tcl`` Tcl for the Vivado scripts (board/): the AXI constants, the DDR
+                      window and the RTL twin's s_axi_control registers with their fields
+                      (the IP packager puts them in the IP, Vivado in the ``.hwh``).
 """
 
 from __future__ import annotations
@@ -123,6 +126,65 @@ def svh_header() -> str:
     return "\n".join(L)
 
 
+# ---- Tcl (Vivado) --------------------------------------------------------------------
+def _tcl_word(s: str) -> str:
+    """``s`` as one Tcl word (braced when it has spaces or special characters)."""
+    if s and not any(c.isspace() or c in '{}[]$;"\\' for c in s):
+        return s
+    if not any(c in s for c in "{}\\"):
+        return "{" + s + "}"
+    return '"' + "".join("\\" + c if c in '\\"[]${};' else c for c in s) + '"'
+
+
+_TCL_ACCESS = {"RW": "read-write", "TOW": "read-write", "R": "read-only"}
+
+
+def _bit_access(reg: E.Register, b: E.Bit) -> str:
+    """A field's IP-XACT access: writable when its register toggles on write or its doc starts R/W."""
+    return "read-write" if reg.access == "TOW" or "W" in b.doc.split(":")[0] else "read-only"
+
+
+def tcl_registers(engine: str = "rtl") -> list[tuple[str, int, str, str, list[tuple[str, int, int, str, str]]]]:
+    """The 32-bit registers of ``engine``'s s_axi_control as the driver names them (``offsets()``):
+    (name, offset, access, description, [(field, bit, width, access, description)])."""
+    out = []
+    for r in (E.REGMAP_HLS if engine == "hls" else E.REGMAP_RTL):
+        acc = _TCL_ACCESS[r.access]
+        fields = [(b.name, b.bit, 1, _bit_access(r, b), b.doc) for b in r.bits]
+        if r.kind == "in64":
+            out += [(r.name, r.offset, acc, f"{r.doc} (bits 31:0)", fields),
+                    (f"{r.name}_hi", r.offset + 4, acc, f"{r.name}: bits 63:32", [])]
+        else:
+            out.append((r.name, r.offset, acc, r.doc, fields))
+        if r.kind == "out":
+            out.append((f"{r.name}_ctrl", r.ctrl_offset, "read-only", f"{r.name}: control word",
+                        [("ap_vld", 0, 1, "read-only", f"{r.name} was written since this word was last read "
+                                                        "(cleared on read)")]))
+    return out
+
+
+def tcl_spec() -> str:
+    L = [f"# {BANNER}", "# The engine specification for the Vivado scripts (board/pynq_z2.tcl,",
+         "# board/ip/package_rtl_ip.tcl): AXI constants, the DDR window, the register maps.",
+         "# See docs/engine-spec.md.", ""]
+    for n in ("SPEC_VERSION", "AXI_DATA_BITS", "AXI_ADDR_BITS", "AXI_BURST_BEATS", "STREAM_BITS",
+              "DDR_WINDOW_BYTES", "ADDR_ALIGN"):
+        L.append(f"set zq_spec({n.lower()}) {_const(n)}")
+    for eng in ("hls", "rtl"):
+        regs = E.REGMAP_HLS if eng == "hls" else E.REGMAP_RTL
+        L.append(f"set zq_spec(reg_addr_bits,{eng}) {E.reg_addr_bits(eng)}")
+        L.append(f"set zq_spec(regmap_bytes,{eng}) {max(r.offset + r.footprint for r in regs)}")
+    L += ["", "# s_axi_control of the RTL twin, 32-bit registers named as the driver reads them (a 64-bit",
+          "# argument <name> as <name> and <name>_hi, an output's ap_vld word as <name>_ctrl):",
+          "#   {name offset access description {{field bit width access description} ...}}",
+          "set zq_regs(rtl) {"]
+    for name, off, acc, doc, fields in tcl_registers("rtl"):
+        fl = " ".join("{" + " ".join([f, str(b), str(w), a, _tcl_word(d)]) + "}" for f, b, w, a, d in fields)
+        L.append(f"    {{{name} 0x{off:02X} {acc} {_tcl_word(doc)} {{{fl}}}}}")
+    L += ["}", ""]
+    return "\n".join(L)
+
+
 # ---- docs ---------------------------------------------------------------------------
 def markdown() -> str:
     L = [f"<!-- {BANNER} -->", "# Engine specification tables", "",
@@ -164,6 +226,7 @@ TARGETS = {
     REPO / "hls" / "zq_spec.h": cpp_header,
     REPO / "rtl" / "zq_spec.svh": svh_header,
     REPO / "docs" / "engine-spec.md": markdown,
+    REPO / "board" / "zq_spec.tcl": tcl_spec,
 }
 
 

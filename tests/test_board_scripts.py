@@ -1,13 +1,25 @@
-"""board/ scripts without Vivado and without a board: bitstream.sh's timing gate
-(a fake `vivado` on PATH), pynq_z2.tcl's timing check, PS settings and the
-engine's DDR ports (under tclsh with Vivado's commands stubbed), deploy.sh's
-copy and link step (a fake `ssh` that runs the remote command here; the
-weight image shipped) and the board wrapper (XILINX_XRT, sudo, a link on PATH)."""
+"""board/ scripts without Vivado and without a board.
+
+* The RTL twin's Vivado IP (board/ip/package_rtl_ip.tcl under tclsh with Vivado's commands
+  stubbed, tests/vivado_mock.py) checked against the RTL itself (tests/ip_check.py):
+  Verilator's parse of the Verilog wrapper and of zq_top, the export's values, the engine
+  specification's register map, the driver's own .hwh checks; deliberately broken copies
+  (a renamed port, a dropped parameter, a wrong port direction, an unset parameter, a moved
+  register) fail.
+* board/pynq_z2.tcl with either engine: identical wiring, each engine's own address spaces
+  on the DDR window, the control registers, the Vitis names derived from the HLS source;
+  broken copies (an engine's spaces by the other's names) fail. Its timing check and PS
+  settings.
+* bitstream.sh: ENGINE=rtl|hls (a fake `vivado` on PATH), the timing gate, the missing-Vivado
+  message (also through `make bitstream`).
+* deploy.sh's copy and link step (a fake `ssh` that runs the remote command here; the
+  weight image shipped) and the board wrapper (XILINX_XRT, sudo, a link on PATH)."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -16,11 +28,11 @@ from pathlib import Path
 
 import pytest
 
+import ip_check as C
+from vivado_mock import run_block_design, run_package_ip
 from zynqflow.export import fixtures as exports
 from zynqflow.host.manifest import REPO
 from zynqflow.spec import engine as E
-
-from vivado_mock import run_block_design
 
 UTIL_2023 = """\
 +----------------------------+-------+-------+------------+-----------+-------+
@@ -48,10 +60,19 @@ def _script(path: Path, text: str) -> Path:
 
 # ---- bitstream.sh: the timing gate ------------------------------------------------------------
 FAKE_VIVADO = r"""#!/usr/bin/env bash
-# stands in for `vivado -mode batch ... -source pynq_z2.tcl -tclargs IP OUT NET JOBS`
+# stands in for `vivado -mode batch ... -source pynq_z2.tcl -tclargs IP OUT NET JOBS ENGINE` and
+# `vivado -mode batch ... -source package_rtl_ip.tcl -tclargs EXPORT IP_DIR`; records each call
 if [ "$1" = "-version" ]; then echo "Vivado v2023.2 (fake)"; exit 0; fi
-while [ "$#" -gt 0 ] && [ "$1" != "-tclargs" ]; do shift; done
-out="$3"; net="$4"
+script=""
+while [ "$#" -gt 0 ] && [ "$1" != "-tclargs" ]; do [ "$1" = "-source" ] && script="$2"; shift; done
+shift
+echo "$(basename "$script") $*" >> "$FAKE_CALLS"
+if [ "$(basename "$script")" = package_rtl_ip.tcl ]; then
+    [ -n "$FAKE_PACKAGE_RC" ] && exit "$FAKE_PACKAGE_RC"
+    mkdir -p "$2" && echo "<rtl/>" > "$2/component.xml"
+    exit 0
+fi
+out="$2"; net="$3"
 echo bit > "$out/${net}_pynq-z2.bit"       # written even when timing fails (as an old pynq_z2.tcl did)
 echo hwh > "$out/${net}_pynq-z2.hwh"
 if [ -n "$FAKE_WNS" ]; then
@@ -62,7 +83,7 @@ exit "${FAKE_RC:-0}"
 """
 
 
-def _bitstream(tmp_path: Path, tiny: Path, **env):
+def _bitstream(tmp_path: Path, tiny: Path, engine: str = "hls", **env):
     bindir = tmp_path / "bin"
     if not bindir.exists():
         bindir.mkdir()
@@ -72,7 +93,8 @@ def _bitstream(tmp_path: Path, tiny: Path, **env):
         (ip / "component.xml").write_text("<x/>")
         os.utime(ip / "component.xml")                     # newer than the export's net_params.h
     e = dict(os.environ, PATH=f"{bindir}:{os.environ['PATH']}", EXPORT=str(tiny), HLS_DIR=str(tmp_path / "hls"),
-             OUT=str(tmp_path / "vivado"), BITSTREAMS=str(tmp_path / "bits"), **env)
+             RTL_IP_DIR=str(tmp_path / "rtl_ip"), OUT=str(tmp_path / "vivado"), BITSTREAMS=str(tmp_path / "bits"),
+             FAKE_CALLS=str(tmp_path / "calls"), ENGINE=engine, **env)
     return subprocess.run(["bash", str(REPO / "board" / "bitstream.sh"), "zynqnet-tiny"], capture_output=True,
                           text=True, env=e, timeout=120)
 
@@ -103,8 +125,12 @@ def test_bitstream_negative_hold_slack_and_missing_timing(tmp_path, tiny):
     assert not (tmp_path / "bits").exists()
 
 
-def test_bitstream_timing_met_copies_and_records(tmp_path, tiny):
-    r = _bitstream(tmp_path, tiny, FAKE_WNS="0.412", FAKE_WHS="0.051")
+@pytest.mark.parametrize("engine", ["rtl", "hls"])
+def test_bitstream_timing_met_copies_and_records(tmp_path, tiny, engine):
+    """Either engine: ENGINE=rtl packages the RTL twin from the export first (into RTL_IP_DIR),
+    ENGINE=hls takes the Vitis HLS IP; pynq_z2.tcl gets that IP and the engine; the record says
+    which engine and IP the bitstream holds."""
+    r = _bitstream(tmp_path, tiny, engine, FAKE_WNS="0.412", FAKE_WHS="0.051")
     assert r.returncode == 0, r.stderr
     bits = tmp_path / "bits"
     assert (bits / "zynqnet-tiny_pynq-z2.bit").read_text() == "bit\n"
@@ -115,6 +141,47 @@ def test_bitstream_timing_met_copies_and_records(tmp_path, tiny):
     manifest = json.loads((Path(tiny) / "manifest.json").read_text())
     assert meta["network_id"] == manifest["network_id"]
     assert "worst setup slack (WNS) 0.412 ns" in r.stdout
+    ip = tmp_path / ("rtl_ip" if engine == "rtl" else "hls/zq_hls/solution1/impl/ip")
+    calls = (tmp_path / "calls").read_text().splitlines()
+    want = ([f"package_rtl_ip.tcl {tiny} {ip}"] if engine == "rtl" else []) + \
+        [f"pynq_z2.tcl {ip} {tmp_path / 'vivado'} zynqnet-tiny 2 {engine}"]
+    assert calls == want
+    assert meta["engine"] == engine and meta["ip_repo"] == str(ip) and ("hls_ip" in meta) == (engine == "hls")
+    assert f"engine {engine}" in r.stdout
+
+
+def test_bitstream_rtl_engine_refusals(tmp_path, tiny):
+    """An unknown ENGINE, an export without rtl_params.svh, a failed packaging: a clear message,
+    Vivado's block design not started, nothing in bitstreams/."""
+    r = _bitstream(tmp_path, tiny, "vhdl")
+    assert r.returncode == 2 and "ENGINE=vhdl: rtl (the RTL twin, the default) or hls" in r.stderr
+    part = tmp_path / "part"
+    shutil.copytree(tiny, part)
+    (part / "rtl_params.svh").unlink()
+    r = _bitstream(tmp_path, part, "rtl")
+    assert r.returncode == 2 and f"{part}/rtl_params.svh missing" in r.stderr
+    r = _bitstream(tmp_path, tiny, "rtl", FAKE_PACKAGE_RC="1", FAKE_WNS="0.4", FAKE_WHS="0.1")
+    assert r.returncode == 1 and "packaging the RTL twin failed (exit 1" in r.stderr
+    assert "package_rtl_ip.log" in r.stderr and "No bitstream was built" in r.stderr
+    assert not any("pynq_z2.tcl" in c for c in (tmp_path / "calls").read_text().splitlines())
+    assert not (tmp_path / "bits").exists()
+
+
+@pytest.mark.parametrize("engine", ["rtl", "hls"])
+def test_bitstream_without_vivado_says_so(tmp_path, engine):
+    """No vivado on PATH: board/bitstream.sh and `make bitstream ENGINE=...` say so, name what the
+    engine needs and what runs without Vivado, and build nothing."""
+    path = ":".join(p for p in os.environ.get("PATH", "").split(":") if p and not (Path(p) / "vivado").exists())
+    env = dict(os.environ, PATH=path, BITSTREAMS=str(tmp_path / "bits"), OUT=str(tmp_path / "vivado"))
+    env.pop("ENGINE", None)
+    for cmd, e in ((["bash", str(REPO / "board" / "bitstream.sh"), "zynqnet-tiny"], dict(env, ENGINE=engine)),
+                   (["make", "-s", "--no-print-directory", "bitstream", f"ENGINE={engine}", "NET=zynqnet-tiny"], env)):
+        r = subprocess.run(cmd, capture_output=True, text=True, env=e, cwd=REPO, timeout=60)
+        assert r.returncode != 0, r.stdout + r.stderr
+        assert "vivado not found on PATH" in r.stderr and "No bitstream was built" in r.stderr
+        assert ("ENGINE=rtl needs Vivado only" if engine == "rtl" else "ENGINE=hls also needs the IP from make hls") \
+            in r.stderr and "make rtl-sim" in r.stderr
+    assert not (tmp_path / "bits").exists() and not (tmp_path / "vivado").exists()
 
 
 # ---- pynq_z2.tcl under tclsh ----------------------------------------------------------------
@@ -198,12 +265,14 @@ def test_tcl_fallback_ps_settings_are_pynq_z2_base(tmp_path):
 
 
 @needs_tclsh
-def test_tcl_engine_ddr_ports(tmp_path):
+@pytest.mark.parametrize("engine,space", [("hls", "Data_m_axi_"), ("rtl", "m_axi_")])
+def test_tcl_engine_ddr_ports(tmp_path, engine, space):
     """The engine's two AXI4 masters reach the DDR through two PS7 high-performance ports in 64-bit
     mode on different DDR controller ports (m_axi_wts -> HP0, m_axi_act -> HP2), each through a
     SmartConnect (AXI4 -> AXI3), with the DDR at 0, 512 MiB (the engine's window) in both address
-    spaces, and the clock and reset of every other port; the DMA keeps to HP1."""
-    r, log, _ = _tcl(tmp_path, wns="0.3")
+    spaces (each engine's by its own names), and the clock and reset of every other port; the DMA
+    keeps to HP1."""
+    r, log, _ = run_block_design(tmp_path, engine, MOCK_WNS="0.3")
     assert r.returncode == 0, r.stderr
     assert E.DDR_WINDOW_BYTES == 512 << 20
     for port, hp in (("wts", "HP0"), ("act", "HP2")):
@@ -212,14 +281,244 @@ def test_tcl_engine_ddr_ports(tmp_path):
                      f"create_bd_cell -type ip -vlnv xilinx.com:ip:smartconnect:1.0 {port}_sc",
                      f"PROP CONFIG.PCW_USE_S_AXI_{hp}=1", f"PROP CONFIG.PCW_S_AXI_{hp}_DATA_WIDTH=64",
                      f"assign_bd_address -offset 0x00000000 -range 512M -target_address_space "
-                     f"zq_top_0/Data_m_axi_{port} ps7/S_AXI_{hp}/{hp}_DDR_LOWOCM -force",
+                     f"zq_top_0/{space}{port} ps7/S_AXI_{hp}/{hp}_DDR_LOWOCM -force",
                      f"connect_bd_net ps7/FCLK_CLK0 ps7/S_AXI_{hp}_ACLK", f"connect_bd_net ps7/FCLK_CLK0 {port}_sc/aclk",
                      f"connect_bd_net rst_fclk0/peripheral_aresetn {port}_sc/aresetn"]:
             assert line in log, line
     assert "connect_bd_intf_net mem_sc/M00_AXI ps7/S_AXI_HP1" in log and "PROP CONFIG.PCW_USE_S_AXI_HP1=1" in log
     assert "mem_sc/M00_AXI ps7/S_AXI_HP0" not in log and "S_AXI_HP3" not in log
     # the engine's ports are mapped before the blanket assign_bd_address
-    assert log.index("Data_m_axi_act") < log.index("\nassign_bd_address\n")
+    assert log.index(f"zq_top_0/{space}act") < log.index("\nassign_bd_address\n")
+
+
+# ---- the RTL twin as a Vivado IP, against the RTL itself ---------------------------------------
+WRAPPER = REPO / "board" / "ip" / "zq_top_ip.v"
+HDL_PINS = {"ap_clk", "ap_rst_n", "interrupt"}      # the engine's scalar pins the block design wires
+
+
+def _parse(tmp_path: Path, tiny: Path, wrapper: Path | None, name: str) -> C.Hdl:
+    top = "zq_top_ip" if wrapper else "zq_top"
+    return C.parse_hdl(top, C.rtl_files(wrapper), [REPO / "rtl", tiny], tmp_path / name)
+
+
+@pytest.fixture(scope="module")
+def hdl(tiny, tmp_path_factory):
+    """Verilator's parse of zq_top and of the wrapper, with the export's rtl_params.svh."""
+    tmp = tmp_path_factory.mktemp("hdl")
+    return _parse(tmp, tiny, None, "core"), _parse(tmp, tiny, WRAPPER, "wrapper")
+
+
+@pytest.fixture(scope="module")
+def packaged(tiny, hdl, tmp_path_factory):
+    """board/ip/package_rtl_ip.tcl for the tiny export under the mock."""
+    tmp = tmp_path_factory.mktemp("ip")
+    r, log, model = run_package_ip(tmp, tiny, C.mock_hdl_file(hdl[1], tmp / "hdl.txt"))
+    return r, log, model, tmp / "rtl_ip"
+
+
+def _mirror(tmp_path: Path, edits: dict[str, tuple[str, ...]]) -> Path:
+    """A copy of board/ (rtl/ linked) with ``edits``: {path under the repo: (old, new, old, new,
+    ...)}, each ``old`` replaced once: a deliberately broken copy."""
+    root = tmp_path / "repo"
+    shutil.copytree(REPO / "board", root / "board")
+    (root / "rtl").symlink_to(REPO / "rtl")
+    for rel, pairs in edits.items():
+        f = root / rel
+        text = f.read_text()
+        for old, new in zip(pairs[::2], pairs[1::2]):
+            assert old in text, (rel, old)
+            text = text.replace(old, new, 1)
+        f.write_text(text)
+    return root
+
+
+def test_wrapper_is_plain_verilog_and_passes_zq_top_through(tiny, hdl, tmp_path):
+    """board/ip/zq_top_ip.v: every port of zq_top with its direction and width, every parameter
+    with its value, nothing else (Verilator's parse of both, the wrapper read as Verilog-2001);
+    lint -Wall clean as rtl/ is; Yosys reads it as Verilog (not SystemVerilog) and elaborates the
+    hierarchy under it."""
+    core, wrapper = hdl
+    assert C.check_pass_through(wrapper, core) == []
+    assert len(wrapper.ports) == len(core.ports) > 100 and wrapper.params.keys() == core.params.keys()
+    from zynqflow.sim.rtl_fast import verilator_env
+
+    exe, env = verilator_env()
+    p = subprocess.run([exe, "--lint-only", "-Wall", "-Wno-UNUSEDSIGNAL", "-Wno-SYMRSVDWORD", "-Wno-PINCONNECTEMPTY",
+                        "+1364-2001ext+v", f"-I{tiny}", f"-I{REPO / 'rtl'}", "--top-module", "zq_top_ip",
+                        *map(str, C.rtl_files(WRAPPER))], capture_output=True, text=True, env=env, timeout=120)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    if shutil.which("yosys"):
+        src = " ".join(map(str, C.rtl_files()))
+        cmd = (f"read_verilog -defer -sv -I{tiny} -I{REPO / 'rtl'} {src}; read_verilog -defer -I{tiny} "
+               f"-I{REPO / 'rtl'} {WRAPPER}; hierarchy -check -top zq_top_ip")
+        p = subprocess.run(["yosys", "-q", "-p", cmd], capture_output=True, text=True, timeout=300)
+        assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+
+
+@needs_tclsh
+def test_rtl_ip_against_the_rtl(tiny, hdl, packaged):
+    """The packaged IP: each interface maps existing ports with the directions and widths of its bus
+    type, every port in one interface, clock and active-low reset of all; every parameter the
+    wrapper's, with the export's value; the specification's RTL register map as the driver reads
+    it; one IP per network (the export's rtl_params.svh in the IP's sources)."""
+    core, wrapper = hdl
+    r, log, model, ip_dir = packaged
+    assert r.returncode == 0 and log.rstrip().endswith("EXIT 0"), r.stdout + r.stderr
+    assert C.check_interfaces(model, wrapper, core) == []
+    assert C.check_parameters(model, wrapper, tiny) == []
+    assert C.check_registers(model, wrapper) == []
+    assert "ipx::package_project -root_dir {} -vendor zynqflow.org -library rtl".format(ip_dir) in log
+    assert model.core().props["name"] == "zq_top" and "set_property top zq_top_ip fileset" in log
+    assert set(model.bus_interfaces()) == {"s_axi_control", "m_axi_wts", "m_axi_act", "s_axis_in", "m_axis_out",
+                                           "ap_clk", "ap_rst_n", "interrupt"}
+    # Vivado's own inference removed before the explicit interfaces (the mock refuses a second
+    # interface of one name, as Vivado does)
+    assert log.index("ipx::remove_all_bus_interface core") < log.index("ipx::add_bus_interface s_axi_control core")
+    assert (ip_dir / "hdl" / "rtl_params.svh").read_bytes() == (tiny / "rtl_params.svh").read_bytes()
+    assert {f.name for f in (ip_dir / "hdl").iterdir()} == \
+        {f.name for f in C.rtl_files(WRAPPER)} | {"zq_spec.svh", "rtl_params.svh"}
+    net_id = json.loads((tiny / "manifest.json").read_text())["network_id_int"]
+    assert model.children("core", "user_parameter")["NET_ID"].props["value"] == f"0x{net_id:08X}"
+
+
+@needs_tclsh
+@pytest.mark.parametrize("broken", ["renamed port", "dropped parameter"])
+def test_rtl_ip_broken_wrapper_fails(tmp_path, tiny, hdl, broken):
+    """A deliberately broken copy of the wrapper: a port renamed (m_axi_act_RLAST) stops the
+    packaging, naming the port, and fails the port checks; a parameter dropped (GAP_SHIFT: zq_top
+    then takes its own default, so the HDL still elaborates) fails the pass-through check."""
+    core, _ = hdl
+    if broken == "renamed port":
+        edit = ("wire         m_axi_act_RLAST,", "wire         m_axi_act_RLST,",
+                ".m_axi_act_RLAST(m_axi_act_RLAST)", ".m_axi_act_RLAST(m_axi_act_RLST)")
+    else:
+        edit = ("    parameter GAP_SHIFT   = `ZQ_GAP_SHIFT,\n", "", ".GAP_SHIFT(GAP_SHIFT), ", "")
+    root = _mirror(tmp_path, {"board/ip/zq_top_ip.v": edit})
+    w = root / "board" / "ip" / "zq_top_ip.v"
+    wrapper = _parse(tmp_path, tiny, w, "broken")
+    r, log, model = run_package_ip(tmp_path, tiny, C.mock_hdl_file(wrapper, tmp_path / "hdl.txt"),
+                                   script=root / "board" / "ip" / "package_rtl_ip.tcl")
+    bad = C.check_pass_through(wrapper, core)
+    if broken == "renamed port":
+        assert "port m_axi_act_RLAST of zq_top is not on zq_top_ip" in bad
+        assert "port m_axi_act_RLST of zq_top_ip is not zq_top's" in bad
+        assert r.returncode == 2 and "the wrapper (board/ip/zq_top_ip.v) has no port m_axi_act_RLAST" in r.stderr
+        problems = C.check_interfaces(model, wrapper, core)
+        assert any("RLAST" in p for p in problems), problems
+    else:
+        assert bad == ["parameter GAP_SHIFT of zq_top is not on zq_top_ip"]
+        assert r.returncode == 0, r.stderr          # the packaging follows the wrapper: the test catches it
+
+
+@needs_tclsh
+@pytest.mark.parametrize("broken", ["port direction", "unset parameter", "wrong value", "moved register",
+                                    "clock of some interfaces"])
+def test_rtl_ip_broken_script_fails(tmp_path, tiny, hdl, broken):
+    """Deliberately broken copies of the packaging script (or of the specification's Tcl it
+    reads): each runs to the end under the mock, and the checks against the RTL name the fault."""
+    core, wrapper = hdl
+    pkg, spec = "board/ip/package_rtl_ip.tcl", "board/zq_spec.tcl"
+    edits, want = {
+        "port direction": ({pkg: ("{s_axis_in slave m_axis_out master}", "{s_axis_in master m_axis_out slave}")},
+                           ("interfaces", "bus interface s_axis_in (xilinx.com:interface:axis:1.0, master): TDATA -> "
+                                          "s_axis_in_TDATA is an input, the master's TDATA is an output")),
+        "unset parameter": ({pkg: ("foreach {name value} $params {", "foreach {name value} [dict remove $params "
+                                                                      "LAYER_TABLE] {")},
+                            ("parameters", "user parameter LAYER_TABLE of the wrapper was not set")),
+        "wrong value": ({pkg: ("set_property value $literal $obj",
+                               "set_property value [if {$name eq {N_CI}} {list 4} {set literal}] $obj")},
+                        ("parameters", "user parameter N_CI = 0x4 on the IP, 0x8 in zq_top_ip with the export's "
+                                       "rtl_params.svh")),
+        "moved register": ({spec: ("{cycles_last 0x80 ", "{cycles_last 0x7C ")},
+                           ("registers", "register cycles_last at 0x7c, the specification's at 0x80")),
+        "clock of some interfaces": ({pkg: ("ASSOCIATED_BUSIF s_axi_control:m_axi_wts:m_axi_act:s_axis_in:m_axis_out",
+                                            "ASSOCIATED_BUSIF s_axi_control:m_axi_wts:m_axi_act")},
+                                     ("interfaces", "clock ap_clk: ASSOCIATED_BUSIF ['m_axi_act', 'm_axi_wts', "
+                                                    "'s_axi_control'], the AXI interfaces are ['m_axi_act', "
+                                                    "'m_axi_wts', 'm_axis_out', 's_axi_control', 's_axis_in']")),
+    }[broken]
+    root = _mirror(tmp_path, edits)
+    r, log, model = run_package_ip(tmp_path, tiny, C.mock_hdl_file(wrapper, tmp_path / "hdl.txt"),
+                                   script=root / "board" / "ip" / "package_rtl_ip.tcl")
+    assert r.returncode == 0, r.stderr
+    check, message = want
+    problems = {"interfaces": lambda: C.check_interfaces(model, wrapper, core),
+                "parameters": lambda: C.check_parameters(model, wrapper, tiny),
+                "registers": lambda: C.check_registers(model, wrapper)}[check]()
+    assert message in problems, problems
+    if broken == "moved register":
+        assert any("the driver refuses the register map" in p and "cycles_last at 0x80" in p for p in problems)
+
+
+# ---- one block design, either engine ----------------------------------------------------------
+def _regmap_bytes(engine: str) -> int:
+    return max(r.offset + r.footprint for r in (E.REGMAP_RTL if engine == "rtl" else E.REGMAP_HLS))
+
+
+def _ip_interfaces(model) -> dict[str, str]:
+    return {n: b.props.get("master_address_space_ref", "") for n, b in model.bus_interfaces().items()
+            if b.props.get("bus_type_vlnv") in (C.AXIMM, C.AXIS)}
+
+
+@needs_tclsh
+def test_block_design_either_engine(tmp_path, packaged):
+    """ENGINE=rtl and ENGINE=hls wire the same design: the logs differ only in the IP's VLNV and
+    the names of the engine's two address spaces. Each engine's use is checked against that
+    engine: the RTL IP's interfaces and address spaces as packaged, the HLS IP's as Vitis names
+    them from hls/'s INTERFACE pragmas (UG1399): every interface connected, each master's own
+    space on the DDR window, the control registers in one 64 KiB segment at 0x4000_0000."""
+    model = packaged[2]
+    logs = {}
+    for engine in ("rtl", "hls"):
+        d = tmp_path / engine
+        d.mkdir()
+        r, log, _ = run_block_design(d, engine, MOCK_WNS="0.3")
+        assert r.returncode == 0, r.stderr
+        assert f"pynq_z2.tcl: accelerator IP zynqflow.org:{engine}:zq_top:1.0 (engine {engine})" in r.stdout
+        ifs = _ip_interfaces(model) if engine == "rtl" else C.hls_interfaces()
+        assert C.check_block_design(log, ifs, HDL_PINS, _regmap_bytes(engine)) == []
+        lines = [l.replace(str(d), "TMP").replace(f"zynqflow.org:{engine}:zq_top", "ENGINE_IP")
+                 for l in log.splitlines() if not l.startswith("SET\t")]
+        logs[engine] = [re.sub(r"zq_top_0/(Data_)?m_axi_(wts|act)\b", r"zq_top_0/SPACE_\2", l)
+                        if "addr_space" in l or "assign_bd_address" in l else l for l in lines]
+    assert C.hls_interfaces() == {"s_axi_control": "", "m_axi_wts": "Data_m_axi_wts", "m_axi_act": "Data_m_axi_act",
+                                  "s_axis_in": "", "m_axis_out": ""}
+    assert _ip_interfaces(model) == {"s_axi_control": "", "m_axi_wts": "m_axi_wts", "m_axi_act": "m_axi_act",
+                                     "s_axis_in": "", "m_axis_out": ""}
+    assert logs["rtl"] == logs["hls"]
+
+
+@needs_tclsh
+def test_block_design_engine_argument(tmp_path):
+    """No engine given: the IP's (its VLNV library); one given that is not the IP's, or unknown: refused."""
+    for d in "abc":
+        (tmp_path / d).mkdir()
+    r, log, _ = run_block_design(tmp_path / "a", None, MOCK_IPDEF="zynqflow.org:rtl:zq_top:1.0", MOCK_WNS="0.3")
+    assert r.returncode == 0 and "(engine rtl)" in r.stdout and "zq_top_0/m_axi_wts ps7/S_AXI_HP0" in log
+    r, _, _ = run_block_design(tmp_path / "b", "hls", MOCK_IPDEF="zynqflow.org:rtl:zq_top:1.0")
+    assert r.returncode == 2 and "engine hls asked for, but the IP in" in r.stderr and "the rtl engine's" in r.stderr
+    r, _, _ = run_block_design(tmp_path / "c", "vhdl")
+    assert r.returncode == 2 and "engine 'vhdl': rtl (the RTL twin) or hls" in r.stderr
+
+
+@needs_tclsh
+@pytest.mark.parametrize("engine", ["rtl", "hls"])
+def test_block_design_broken_copy_fails(tmp_path, packaged, engine):
+    """A broken copy of pynq_z2.tcl that maps each engine's address spaces by the other's names
+    (the mistake of one name for both): the check against that engine names the unmapped spaces."""
+    old = "hls {wts Data_m_axi_wts act Data_m_axi_act}\n    rtl {wts m_axi_wts act m_axi_act}"
+    root = _mirror(tmp_path, {"board/pynq_z2.tcl": (old, "hls {wts m_axi_wts act m_axi_act}\n    rtl {wts "
+                                                         "Data_m_axi_wts act Data_m_axi_act}")})
+    d = tmp_path / "bd"
+    d.mkdir()
+    r, log, _ = run_block_design(d, engine, script=root / "board" / "pynq_z2.tcl", MOCK_WNS="0.3")
+    assert r.returncode == 0, r.stderr
+    ifs = _ip_interfaces(packaged[2]) if engine == "rtl" else C.hls_interfaces()
+    problems = C.check_block_design(log, ifs, HDL_PINS, _regmap_bytes(engine))
+    own, other = ("m_axi_", "Data_m_axi_") if engine == "rtl" else ("Data_m_axi_", "m_axi_")
+    for port in ("wts", "act"):
+        assert any(p.startswith(f"address space zq_top_0/{own}{port} is not mapped") for p in problems), problems
+        assert f"address space zq_top_0/{other}{port} is mapped but the engine has no such space" in problems
 
 
 # ---- deploy.sh: the copy, the link and the wrapper ------------------------------------------------
