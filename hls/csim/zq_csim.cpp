@@ -77,7 +77,8 @@ struct Proc {
     WaitKind wait = W_NONE;
     const StreamBase* ws = nullptr;
     std::vector<Snap> snaps;
-    std::function<std::string()> why;
+    WhyFn why = nullptr;
+    const void* why_ctx = nullptr;
     bool finished = false;
     std::exception_ptr error;
     ProcStats st;
@@ -174,7 +175,7 @@ std::string describe(const Proc* p) {
               << " of depth " << p->ws->depth() << ")";
             break;
         case W_IDLE: {
-            o << "idle, " << (p->why ? p->why() : std::string("waiting")) << " (no change on";
+            o << "idle, " << (p->why ? p->why(p->why_ctx) : std::string("waiting")) << " (no change on";
             for (const Snap& s : p->snaps)
                 o << " '" << s.s->name() << "' [" << s.s->written() - s.s->taken() << "/" << s.s->depth() << "]";
             o << ")";
@@ -677,12 +678,12 @@ void tick() {
     }
 }
 
-void idle(std::initializer_list<const StreamBase*> deps, const std::function<std::string()>& why) {
+void idle_impl(std::initializer_list<const StreamBase*> deps, WhyFn why, const void* ctx) {
     Proc* p = self();
     if (!p) return;
     if (g_mode == MODE_SEQUENTIAL) {  // nothing else runs: nothing can ever change
         std::ostringstream o;
-        o << "deadlock in the C simulation (sequential mode): process '" << p->name << "' is idle, " << why();
+        o << "deadlock in the C simulation (sequential mode): process '" << p->name << "' is idle, " << why(ctx);
         throw Deadlock(o.str());
     }
     if (g_mode == MODE_LOCKSTEP) {
@@ -690,6 +691,7 @@ void idle(std::initializer_list<const StreamBase*> deps, const std::function<std
         p->st.iterations++;
         p->was_idle = p->ticked = true;
         p->why = why;
+        p->why_ctx = ctx;
         p->snaps.clear();
         for (const StreamBase* s : deps) p->snaps.push_back(Snap{s, s->taken(), s->written()});
         p->wait = W_IDLE;  // for the report; the scheduler resumes it in the next cycle
@@ -708,6 +710,7 @@ void idle(std::initializer_list<const StreamBase*> deps, const std::function<std
         return;
     }
     p->why = why;
+    p->why_ctx = ctx;
     p->wait = W_IDLE;
     sleep_threads(p);
     p->wait = W_NONE;

@@ -64,8 +64,14 @@ class StreamBase;
 void tick();
 // This iteration changed nothing (a free-running loop waiting for its inputs): in threads
 // mode the process sleeps until one of `deps` changes; in lockstep it is a stall cycle;
-// `why()` describes the wait for the deadlock report (called only for a report).
-void idle(std::initializer_list<const StreamBase*> deps, const std::function<std::string()>& why);
+// `why()` describes the wait for the deadlock report (called only for a report, while the
+// caller waits in idle(): no copy of it is made).
+typedef std::string (*WhyFn)(const void*);
+void idle_impl(std::initializer_list<const StreamBase*> deps, WhyFn why, const void* ctx);
+template <typename F>
+void idle(std::initializer_list<const StreamBase*> deps, const F& why) {
+    idle_impl(deps, [](const void* c) -> std::string { return (*static_cast<const F*>(c))(); }, &why);
+}
 // Lockstep: the current clock cycle of the run (0 when it started); -1 in other modes.
 long long cycle();
 
