@@ -40,7 +40,7 @@ FRAMES  ?= 256
 DATA_ARG := $(if $(DATA_DIR),--data-dir $(DATA_DIR),)
 
 .PHONY: help setup demo test test-fast train export csim report bench hls rtl-sim rtl-bench synth-estimate \
-        bitstream deploy clean
+        bitstream deploy clean notebook
 
 help:
 	@echo "make demo            short training, fixed-point evaluation, report, export, C-sim, RTL twin,"
@@ -64,12 +64,13 @@ help:
 	@echo "make bitstream [ENGINE=rtl|hls]  Vivado PYNQ-Z2 block design with the RTL twin (default) or the"
 	@echo "                     HLS engine -> bitstreams/<net>_pynq-z2.bit/.hwh"
 	@echo "make deploy BOARD=<host>  copy bitstream, hwh, manifest, host package to a PYNQ board"
+	@echo "make notebook        run notebooks/zynqflow_pynq_z2.ipynb against the RTL simulation, save its outputs"
 	@echo "make dse [DATA=.. PART=xc7z020|xczu7ev TRIALS=32 WORKERS=2 STUDY=..]  co-design search (accuracy x fps"
 	@echo "                     x resources, hardware in the loop) -> build/dse/<study>/pareto.json, pareto.png"
 	@echo "make dse-train TRIAL=<n> [STUDY=..]  retrain a search trial's design with the full schedule"
 
 setup: $(STAMP)
-$(STAMP): pyproject.toml scripts/setup.sh
+$(STAMP): pyproject.toml setup.cfg scripts/setup.sh
 	@PYTHON=$(PYTHON) VENV=$(VENV) bash scripts/setup.sh
 	@touch $@
 
@@ -155,6 +156,10 @@ synth-estimate: export
 ENGINE  ?= rtl
 bitstream:
 	ENGINE=$(ENGINE) bash board/bitstream.sh $(NET)
+
+# the board notebook run against the RTL simulation, saved with its outputs (labelled as simulation)
+notebook: $(STAMP)
+	$(PY) -m zynqflow.bench.notebook
 
 BOARD ?=
 deploy:

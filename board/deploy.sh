@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Copy one network's bitstream, hardware handoff, manifest and the host package
-# to a PYNQ board over ssh.
+# to a PYNQ board over ssh, and install the `zynqflow` command.
 #
 #   board/deploy.sh BOARD=<host> [NET=zynqnet-mini] [BOARD_USER=xilinx] [DEST=/home/xilinx/zynqflow]
 #                   [EXPORT=build/<NET>/export] [BIT=bitstreams/<NET>_pynq-z2.bit] [DRY_RUN=1]
@@ -9,29 +9,31 @@
 #   <NET>/manifest.json, weights.bin, <NET>_pynq-z2.bit, .hwh    what the driver needs (weights.bin: the
 #                                                                weight image it loads into DDR)
 #   <NET>/integers.npz, vectors_in.bin, vectors_out.bin          golden model and test vectors (if exported)
-#   lib/zynqflow/host/                                           the host package (driver, CLI)
-#   lib/zynqflow/spec/                                           the torch-free core: numerics, topology,
-#                                                                golden model, engine specification (the
-#                                                                register map the driver uses)
-#   zynqflow                                                     wrapper: runs the CLI as root with pynq
-#                                                                (XILINX_XRT=/usr unless set; works over ssh,
-#                                                                from cron and systemd, and through a link)
+#   <NET>/<NET>_pynq-z2.json                                     the bitstream's timing record (if built here)
+#   lib/zynqflow/host/, lib/zynqflow/spec/                       the host package and the torch-free core
 #   zynqflow.json                                                {"export": "<NET>"}: the CLI's default export
-#   <NET>/<NET>_pynq-z2.json                                     the bitstream's timing record (if built here):
-#                                                                the driver refuses a clock above what it met
-# and NOTEBOOKS (default /home/xilinx/jupyter_notebooks/zynqflow, the image's Jupyter folder) gets
-# notebooks/*.ipynb and zynqflow_paths.json (where DEST's package and bitstream are);
-# and links /usr/local/bin/zynqflow -> DEST/zynqflow (passwordless sudo), else ~/.local/bin/zynqflow
-# (then add ~/.local/bin to PATH: the script prints the line), so that `zynqflow` is a command.
+#   install_root.sh, zynqflow.sudoers                            what the root step below installs
+# Then ONE root step, over `ssh -t` (sudo asks the password once, here, at deploy time):
+#   /usr/local/lib/zynqflow/lib/                 a root-owned copy of the host package (what runs as root)
+#   /usr/local/lib/zynqflow/bin/zynqflow-run     root-owned runner: the PYNQ venv's python in isolated
+#                                                mode (-I) on that copy, XILINX_XRT=/usr unless set, the
+#                                                export DEST/<NET> unless --export is given
+#   /etc/sudoers.d/zynqflow                      BOARD_USER may run exactly that runner as root without a
+#                                                password; env_reset keeping XILINX_XRT only; no SETENV
+#                                                (checked with visudo -c before it is installed)
+#   /usr/local/bin/zynqflow                      the command: `sudo -n` on the runner (never prompts:
+#                                                works over ssh without a terminal, from cron and systemd)
+#   NOTEBOOKS (default /home/xilinx/jupyter_notebooks/zynqflow)   notebooks/*.ipynb, zynqflow_paths.json
 # DRY_RUN=1 stages and lists the files and prints the commands, without connecting;
-# STAGE_DIR=<dir> stages into <dir> and keeps it.
+# STAGE_DIR=<dir> stages into <dir> and keeps it. Redeploying replaces all of it; board/README.md
+# says how to remove it.
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 for arg in "$@"; do
     case "$arg" in
         BOARD=*|NET=*|BOARD_USER=*|DEST=*|EXPORT=*|BIT=*|DRY_RUN=*|SSH_OPTS=*|STAGE_DIR=*|NOTEBOOKS=*) export "${arg?}" ;;
-        -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,31p' "$0"; exit 0 ;;
         *) echo "deploy.sh: unknown argument '$arg' (use NAME=value: BOARD, NET, BOARD_USER, DEST, EXPORT, BIT, DRY_RUN)" >&2; exit 2 ;;
     esac
 done
@@ -87,59 +89,84 @@ mkdir -p "$stage/notebooks"
 cp "$repo"/notebooks/*.ipynb "$stage/notebooks/"
 printf '{"lib": "%s", "bitfile": "%s", "images": "images"}\n' "$DEST/lib" "$DEST/$NET/${NET}_pynq-z2.bit" \
     > "$stage/notebooks/zynqflow_paths.json"
-nb_cmd="{ mkdir -p '$NOTEBOOKS' && cp -r '$DEST/notebooks/.' '$NOTEBOOKS/' \
-|| sudo -n sh -c \"mkdir -p '$NOTEBOOKS' && cp -r '$DEST/notebooks/.' '$NOTEBOOKS/'\"; } 2>/dev/null \
-&& echo 'zynqflow-notebooks: $NOTEBOOKS'"
 printf '{"export": "%s"}\n' "$NET" > "$stage/zynqflow.json"
+# The runner, the sudoers drop-in and the command are installed by install_root.sh, as root, into
+# root-owned paths: nothing that runs as root can be changed by BOARD_USER.
+RUN_DIR=/usr/local/lib/zynqflow
+RUNNER="$RUN_DIR/bin/zynqflow-run"
+cat > "$stage/zynqflow.sudoers" <<EOF
+# /etc/sudoers.d/zynqflow, written by zynqflow's board/deploy.sh: $BOARD_USER runs the zynqflow CLI as root
+# (pynq needs root) without a password, so that it works over ssh without a terminal, from cron and
+# from systemd units. Exactly one root-owned command; the environment is reset except XILINX_XRT.
+Cmnd_Alias ZYNQFLOW = $RUNNER
+Defaults!ZYNQFLOW env_reset, env_keep = "XILINX_XRT", !setenv, !requiretty
+$BOARD_USER ALL = (root) NOPASSWD: ZYNQFLOW
+EOF
 cat > "$stage/zynqflow" <<EOF
 #!/bin/sh
-# zynqflow CLI on the board: classify | stream | benchmark | info (see --help)
-# Also through a link (/usr/local/bin/zynqflow), over ssh, from cron and systemd.
-D="\$(cd "\$(dirname "\$(readlink -f "\$0" 2>/dev/null || echo "\$0")")" && pwd)"
-PY="\${PYNQ_PYTHON:-/usr/local/share/pynq-venv/bin/python3}"
-[ -x "\$PY" ] || PY=python3
-# pynq registers the Zynq device only when XILINX_XRT is set: the PYNQ image sets it for
-# login shells only (/etc/profile.d), not for ssh commands, cron or systemd
-export XILINX_XRT="\${XILINX_XRT:-/usr}"
-export PYTHONPATH="\$D/lib\${PYTHONPATH:+:\$PYTHONPATH}" ZYNQFLOW_EXPORT="\${ZYNQFLOW_EXPORT:-\$D/$NET}"
-if [ "\$(id -u)" -ne 0 ]; then
-    exec sudo -E env PYTHONPATH="\$PYTHONPATH" ZYNQFLOW_EXPORT="\$ZYNQFLOW_EXPORT" XILINX_XRT="\$XILINX_XRT" \\
-        "\$PY" -m zynqflow.host.cli "\$@"
-fi
-exec "\$PY" -m zynqflow.host.cli "\$@"
+# zynqflow CLI on the board: classify | stream | benchmark | doctor | info (see --help).
+# Runs the root-owned runner as root through sudo -n (the sudoers drop-in of deploy.sh): no password,
+# no terminal needed (ssh commands, cron, systemd); a clear error instead of a prompt otherwise.
+R=$RUNNER
+if [ "\$(id -u)" -eq 0 ]; then exec "\$R" "\$@"; fi
+exec sudo -n "\$R" "\$@"
 EOF
 chmod +x "$stage/zynqflow"
-# on the board, after the copy: `zynqflow` on PATH (/usr/local/bin with passwordless sudo, else ~/.local/bin)
-link_cmd="if sudo -n ln -sfn '$DEST/zynqflow' /usr/local/bin/zynqflow 2>/dev/null; then echo 'zynqflow-link: /usr/local/bin/zynqflow'; \
-else mkdir -p \"\$HOME/.local/bin\" && ln -sfn '$DEST/zynqflow' \"\$HOME/.local/bin/zynqflow\" \
-&& echo \"zynqflow-link: \$HOME/.local/bin/zynqflow\"; fi"
+cat > "$stage/install_root.sh" <<EOF
+#!/bin/sh
+# Run as root on the board (deploy.sh: ssh -t $BOARD_USER@<board> sudo sh $DEST/install_root.sh).
+# ZQ_ROOT=<dir> installs under <dir> instead of / (tests); PYNQ_PYTHON: the python to run
+# (default the PYNQ venv's).
+set -eu
+ROOT="\${ZQ_ROOT:-}"
+PY="\${PYNQ_PYTHON:-/usr/local/share/pynq-venv/bin/python3}"
+[ -x "\$PY" ] || PY=/usr/bin/python3
+umask 022
+mkdir -p "\$ROOT$RUN_DIR/bin" "\$ROOT/etc/sudoers.d" "\$ROOT/usr/local/bin"
+rm -rf "\$ROOT$RUN_DIR/lib"
+cp -r "$DEST/lib" "\$ROOT$RUN_DIR/lib"
+cat > "\$ROOT$RUNNER" <<RUNNER
+#!/bin/sh
+# zynqflow-run (root-owned; the only command the sudoers drop-in allows). Python in isolated mode:
+# no PYTHON* variables, no user site, no current directory on sys.path.
+L="\\\$(cd "\\\$(dirname "\\\$0")/.." && pwd)/lib"
+export XILINX_XRT="\\\${XILINX_XRT:-/usr}" ZYNQFLOW_EXPORT="$DEST/$NET" HOME=/root ZQ_LIB="\\\$L"
+exec "\$PY" -I -c 'import os, sys; sys.path.insert(0, os.environ["ZQ_LIB"]); from zynqflow.host.cli import main; sys.exit(main())' "\\\$@"
+RUNNER
+cp "$DEST/zynqflow" "\$ROOT/usr/local/bin/zynqflow"
+chmod 0755 "\$ROOT$RUNNER" "\$ROOT/usr/local/bin/zynqflow"
+if [ -z "\$ROOT" ]; then
+    chown -R root:root "$RUN_DIR" /usr/local/bin/zynqflow
+    chmod -R go-w "$RUN_DIR"
+fi
+# the drop-in: checked before it is installed (a broken sudoers file would lock sudo out)
+visudo -c -q -f "$DEST/zynqflow.sudoers" || { echo "install_root.sh: $DEST/zynqflow.sudoers does not pass visudo -c; not installed" >&2; exit 1; }
+install -m 0440 "$DEST/zynqflow.sudoers" "\$ROOT/etc/sudoers.d/zynqflow"
+[ -n "\$ROOT" ] || chown root:root /etc/sudoers.d/zynqflow
+if [ -d "$DEST/notebooks" ]; then
+    mkdir -p "\$ROOT$NOTEBOOKS" && cp -r "$DEST/notebooks/." "\$ROOT$NOTEBOOKS/"
+    [ -n "\$ROOT" ] || chown -R "$BOARD_USER" "$NOTEBOOKS" 2>/dev/null || true
+    echo "zynqflow-notebooks: $NOTEBOOKS"
+fi
+echo "zynqflow-installed: /usr/local/bin/zynqflow -> $RUNNER"
+EOF
+chmod +x "$stage/install_root.sh"
 
 target="$BOARD_USER@$BOARD"
 echo "deploy.sh: $NET -> $target:$DEST"
 (cd "$stage" && find . -type f | sort | sed 's|^\./|  |')
+root_cmd="sudo sh '$DEST/install_root.sh'"
 if [ "$DRY_RUN" = "1" ]; then
-    echo "deploy.sh: DRY_RUN=1: would run: tar -C <stage> -czf - . | ssh $SSH_OPTS $target 'mkdir -p $DEST && tar -C $DEST -xzf - && <notebooks> && <link>'"
-    echo "deploy.sh: <notebooks>: $nb_cmd"
-    echo "deploy.sh: <link>: $link_cmd"
+    echo "deploy.sh: DRY_RUN=1: would run: tar -C <stage> -czf - . | ssh $SSH_OPTS $target 'mkdir -p $DEST && tar -C $DEST -xzf -'"
+    echo "deploy.sh: then (sudo asks the password of $BOARD_USER once): ssh -t $SSH_OPTS $target \"$root_cmd\""
     exit 0
 fi
 command -v ssh >/dev/null 2>&1 || die "ssh not found"
 # shellcheck disable=SC2086
-copied="$(tar -C "$stage" -czf - . | ssh $SSH_OPTS "$target" "mkdir -p '$DEST' && tar -C '$DEST' -xzf - && { $nb_cmd; true; } && { $link_cmd; true; }")" \
+tar -C "$stage" -czf - . | ssh $SSH_OPTS "$target" "mkdir -p '$DEST' && tar -C '$DEST' -xzf -" \
     || die "copy to $target:$DEST failed (is the board up, ssh enabled, user $BOARD_USER?)" 1
-link="$(printf '%s\n' "$copied" | sed -n 's/^zynqflow-link: //p' | tail -n 1)"
-if printf '%s\n' "$copied" | grep -q '^zynqflow-notebooks: '; then
-    echo "deploy.sh: notebooks in $NOTEBOOKS (Jupyter on the board: zynqflow/zynqflow_pynq_z2.ipynb)"
-else
-    echo "deploy.sh: the notebooks could not be copied to $NOTEBOOKS (they are in $DEST/notebooks)"
-fi
-case "$link" in
-    /usr/local/bin/zynqflow)
-        echo "deploy.sh: done; $link -> $DEST/zynqflow. On the board:  zynqflow info   then   zynqflow benchmark --backend pynq,golden" ;;
-    "")
-        echo "deploy.sh: done, but no link to $DEST/zynqflow was made. On the board:  $DEST/zynqflow info" ;;
-    *)
-        echo "deploy.sh: done; no passwordless sudo on the board, so the link is $link. Put it on PATH there:"
-        echo "    echo 'export PATH=\"\$HOME/.local/bin:\$PATH\"' >> ~/.bashrc        (or: sudo ln -s $DEST/zynqflow /usr/local/bin/zynqflow)"
-        echo "deploy.sh: then on the board:  zynqflow info   (until then: $DEST/zynqflow info)" ;;
-esac
+echo "deploy.sh: installing the command as root on $BOARD (sudo asks for $BOARD_USER's password once)"
+# shellcheck disable=SC2086
+ssh -t $SSH_OPTS "$target" "$root_cmd" \
+    || die "the root step failed: on the board, run  sudo sh $DEST/install_root.sh  (it installs $RUNNER, /etc/sudoers.d/zynqflow and /usr/local/bin/zynqflow; see board/README.md)" 1
+echo "deploy.sh: done. On the board (or: ssh $target zynqflow doctor):  zynqflow doctor   then   zynqflow benchmark --backend pynq,golden"

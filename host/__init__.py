@@ -8,8 +8,9 @@ its stand-ins (golden model, C simulation, RTL simulation).
     from zynqflow.host import ZqOverlay              # on a PYNQ board: a pynq.Overlay
     ol = ZqOverlay("zynqnet-mini_pynq-z2.bit")       # ZYNQFLOW_BACKEND=rtl: the RTL simulation
 
-Command line: ``zynqflow classify|stream|benchmark|info`` (:mod:`zynqflow.host.cli`).
-The board and the RTL simulation share one driver (:mod:`zynqflow.host.driver`).
+Command line: ``zynqflow classify|stream|benchmark|doctor|info`` (:mod:`zynqflow.host.cli`).
+The board and the simulations share one driver (:mod:`zynqflow.host.driver`; its rooms:
+``registers``, ``ddr``, ``dma``, ``stats``, ``config``).
 """
 
 from .accelerator import BACKENDS, Accelerator, Results

@@ -43,10 +43,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .driver import MEASURED, MODELLED, percentiles, throughput
 from .errors import BackendError, ExportFilesError
 from .manifest import DEFAULT_EXPORT, Export
 from .preprocess import frames_for
+from .stats import MEASURED, MODELLED, RunStats, cycle_figures, driver_info, percentiles, throughput  # noqa: F401
 
 BACKENDS = ("golden", "csim", "rtl", "pynq", "rtl-fast")
 CLOCKS = {
@@ -210,96 +210,6 @@ class GoldenBackend(_CpuBackend):
         return self._golden(self.qnet, frames).astype(np.int64)
 
 
-def cycle_figures(cycles_last, model: dict | None, where: str) -> dict:
-    """Cycles and frames/s at 100 MHz of one frame: measured when ``cycles_last`` is given (the
-    RTL twin), else from the manifest's cycle model ``model`` and labelled modelled. ``where``:
-    what ran ("RTL simulation", "board")."""
-    model = model or {}
-    if cycles_last:
-        cyc, src = int(cycles_last), f"{MEASURED}, {where}"
-    else:
-        cyc, src = (int(model["cycles"]) if model.get("cycles") else None), MODELLED
-    return dict(cycles_per_frame=cyc, cycles_from=src, fps_at_100MHz=(100e6 / cyc) if cyc else None,
-                fps_at_100MHz_from=src,
-                fps_at_100MHz_from_cycles_last=(100e6 / int(cycles_last)) if cycles_last else None)
-
-
-def driver_info(steps: dict, fclk_hz: float, bytes_in: int, bytes_out: int, simulated: bool,
-                model: dict | None = None) -> dict:
-    """``Results.info`` of a driver run (rtl, pynq), from a RunStats-like dict: cycles (measured
-    or, with ``model``, the manifest's cycle model, labelled), DRAM bytes per frame where the
-    engine measures them, the host's per-frame work, recoveries, throughput and DMA bandwidth."""
-    cyc = list(steps.get("cycles_last") or [])
-    last = cyc[-1] if cyc else None
-
-    def last_of(key):
-        v = list(steps.get(key) or [])
-        return v[-1] if v else None
-
-    host = dict(steps.get("host") or {})
-    info = dict(engine=steps.get("engine"), cycles_last=last, fclk_mhz=fclk_hz / 1e6,
-                fps_from_cycles_last=(fclk_hz / last) if last else None,
-                **cycle_figures(last, model, "RTL simulation" if simulated else "board"),
-                dram_rd_bytes_per_frame=last_of("dram_rd_bytes"), dram_wr_bytes_per_frame=last_of("dram_wr_bytes"),
-                dram_stall_cycles=last_of("dram_stall_cycles"),
-                frames_done=steps.get("frames_done"), recoveries=list(steps.get("recoveries") or []),
-                mm2s_transfers=steps.get("mm2s_transfers"), s2mm_transfers=steps.get("s2mm_transfers"))
-    info["dram_from"] = MEASURED if info["dram_rd_bytes_per_frame"] is not None else None
-    info.update({k: v for k, v in host.items() if k.endswith("_per_frame")})
-    if steps.get("seconds") is not None:
-        info["throughput"] = throughput(len(steps["logits"]), steps["seconds"], host.get("host_seconds_per_frame", 0.0),
-                                        bytes_in, bytes_out, fclk_hz, last, simulated,
-                                        modelled_cycles=(model or {}).get("period_cycles") or (model or {}).get("cycles"))
-    return info
-
-
-class PynqBackend(Backend):
-    """The board driver on a PYNQ board (``overlay``: an already loaded ``pynq.Overlay``,
-    e.g. a :class:`zynqflow.host.overlay.ZqOverlay`, instead of loading ``bit``)."""
-
-    name = "pynq"
-
-    def __init__(self, export: Export, bit=None, engine: str | None = None, timeout_s: float | None = None,
-                 download: bool = True, fclk_mhz: float | None = None, retries: int | None = None,
-                 overlay=None):
-        super().__init__(export)
-        from .board import driver_on_overlay, open_board
-
-        kw = {k: v for k, v in dict(retries=retries, engine=engine).items() if v is not None}
-        if overlay is not None:
-            self.driver = driver_on_overlay(overlay, export, getattr(overlay, "bitfile_name", bit or "overlay"),
-                                            timeout_s, fclk_mhz, **kw)
-        else:
-            self.driver = open_board(export, bit=bit, timeout_s=timeout_s, download=download, fclk_mhz=fclk_mhz,
-                                     **kw)
-
-    def _info(self, st, stream: bool):
-        d = self.driver
-        info = driver_info(dict(cycles_last=st.cycles_last, dram_rd_bytes=st.dram_rd_bytes,
-                                dram_wr_bytes=st.dram_wr_bytes, dram_stall_cycles=st.dram_stall_cycles,
-                                engine=st.engine, host=st.host, frames_done=st.frames_done,
-                                recoveries=st.recoveries, mm2s_transfers=st.mm2s_transfers,
-                                s2mm_transfers=st.s2mm_transfers, logits=st.logits,
-                                seconds=st.seconds if stream else None),
-                           d.fclk_hz, d.in_bytes, d.classes * 4, simulated=False, model=self.export.cycles_model)
-        info["net_id"] = f"0x{d.hw_id:08x}"
-        info["ddr"] = {k: f"0x{v:08x}" for k, v in d.bases.items()}
-        return info
-
-    def classify(self, frames):
-        st = self.driver.classify(frames)
-        info = self._info(st, stream=False)
-        info["cycles_last_per_frame"] = st.cycles_last
-        return st.logits, info
-
-    def stream(self, frames):
-        st = self.driver.stream(frames)
-        return st.logits, st.latency_s, st.seconds, self._info(st, stream=True)
-
-    def close(self):
-        self.driver.close()
-
-
 def have_cxx() -> bool:
     """The C simulation can run here: its backend is installed, and there are a C++ compiler
     and the ap_types headers (hls4ml's, or $ZQ_AP_TYPES)."""
@@ -343,7 +253,18 @@ def resolve_backend(name: str | None, export: Export | None = None, bit=None) ->
     return key
 
 
-BUILTIN = {"golden": GoldenBackend, "pynq": PynqBackend}
+def open_pynq(export: Export, **options):
+    """The ``pynq`` backend is the board driver itself (:class:`~zynqflow.host.driver.ZqDriver`),
+    opened by :func:`zynqflow.host.board.open_board` (or on ``overlay=``, a loaded ``pynq.Overlay``)."""
+    from .board import open_board, open_on_overlay
+
+    if options.get("overlay") is not None:
+        return open_on_overlay(export, **options)
+    options.pop("overlay", None)
+    return open_board(export, **options)
+
+
+BUILTIN = {"golden": GoldenBackend, "pynq": open_pynq}
 
 
 def backend_class(name: str) -> type:
@@ -366,7 +287,7 @@ def backend_class(name: str) -> type:
                            "(pip install 'zynqflow[sim]')") from e
 
 
-def make_backend(name: str, export: Export, **opts) -> Backend:
+def make_backend(name: str, export: Export, **opts):
     if name not in BACKENDS:
         raise BackendError(f"unknown backend '{name}': choose one of {', '.join(BACKENDS)} (or auto)")
     return backend_class(name)(export, **opts)
@@ -382,6 +303,42 @@ class Accelerator:
         self.export = export if isinstance(export, Export) else Export(export)
         self.backend_name = resolve_backend(backend, self.export, opts.get("bit"))
         self.backend = make_backend(self.backend_name, self.export, **opts)
+
+    @property
+    def clock(self) -> str:
+        return getattr(self.backend, "clock", None) or CLOCKS[self.backend_name]
+
+    @property
+    def timing(self) -> str:
+        return getattr(self.backend, "timing", None) or TIMING.get(self.backend_name, self.clock)
+
+    def _driver_results(self, st: RunStats, stream: bool) -> dict:
+        """``Results.info`` of a board-driver run (:func:`~zynqflow.host.stats.driver_info`)."""
+        d = self.backend
+        info = driver_info(dict(cycles_last=st.cycles_last, dram_rd_bytes=st.dram_rd_bytes,
+                                dram_wr_bytes=st.dram_wr_bytes, dram_stall_cycles=st.dram_stall_cycles,
+                                engine=st.engine, host=st.host, frames_done=st.frames_done,
+                                recoveries=st.recoveries, mm2s_transfers=st.mm2s_transfers,
+                                s2mm_transfers=st.s2mm_transfers, logits=st.logits,
+                                seconds=st.seconds if stream else None),
+                           d.fclk_hz, d.in_bytes, d.classes * 4, simulated=d.simulated, model=self.export.cycles_model)
+        info["net_id"] = f"0x{d.hw_id:08x}"
+        info["ddr"] = {k: f"0x{v:08x}" for k, v in d.bases.items()}
+        if not stream:
+            info["cycles_last_per_frame"] = st.cycles_last
+        return info
+
+    def _classify(self, frames):
+        out = self.backend.classify(frames)
+        if isinstance(out, RunStats):            # the board driver: the pynq backend
+            return out.logits, self._driver_results(out, stream=False)
+        return out
+
+    def _stream(self, frames):
+        out = self.backend.stream(frames)
+        if isinstance(out, RunStats):
+            return out.logits, out.latency_s, out.seconds, self._driver_results(out, stream=True)
+        return out
 
     @property
     def class_names(self) -> list[str]:
@@ -404,18 +361,18 @@ class Accelerator:
 
     def _results(self, logits, sources, **kw) -> Results:
         return Results(self.backend_name, np.asarray(logits, np.int64), self.class_names, self.export.out_frac,
-                       sources, clock=self.backend.clock, timing=self.backend.timing,
+                       sources, clock=self.clock, timing=self.timing,
                        bytes_per_frame=self.export.bytes_per_frame, **kw)
 
     def classify(self, items, invert: bool = False, recipe: str | None = "auto") -> Results:
         frames = self.preprocess(items, invert, recipe)
-        logits, info = self.backend.classify(frames)
+        logits, info = self._classify(frames)
         return self._results(logits, self._sources(items), info=info)
 
     def stream(self, items, invert: bool = False, recipe: str | None = "auto") -> Results:
         """Frames back to back (pipelined on rtl/pynq); the result has fps and latency percentiles."""
         frames = self.preprocess(items, invert, recipe)
-        logits, lat, seconds, info = self.backend.stream(frames)
+        logits, lat, seconds, info = self._stream(frames)
         if len(logits) != len(frames):
             raise BackendError(f"{self.backend_name}: {len(logits)} results for {len(frames)} frames")
         return self._results(logits, self._sources(items), seconds=seconds, latency_s=np.asarray(lat), info=info)

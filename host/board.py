@@ -19,7 +19,10 @@ None in pynq 3.0.1/3.1.2, the property works). A clock the user asks for is
 refused when it is above what the implemented design met: ``fclk0_mhz`` and
 ``wns_ns`` of the bitstream's ``.json`` (``board/bitstream.sh`` writes it),
 at most ``1000 / (1000 / fclk0_mhz - wns_ns)`` MHz; without that record, at
-most the design's own clock.
+most the design's own clock: the ``.hwh``'s ``PCW_FPGA0_PERIPHERAL_FREQMHZ``
+of the Zynq PS (pynq 3.x's ``clock_dict`` has only ``enable``, ``divisor0``
+and ``divisor1``: no frequency), else the clock read when the bitstream was
+loaded. A clock is never accepted unchecked.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ import os
 import time
 from pathlib import Path
 
-from .errors import BackendError, ClockError
+from .errors import AcceleratorError, BackendError, ClockError
 from .manifest import Export
 
 
@@ -44,6 +47,40 @@ def on_board() -> bool:
     except Exception:  # noqa: BLE001
         return False
     return True
+
+
+# ---- the overlay's IPs -----------------------------------------------------------------
+def find_ips(overlay, accel: str | None = None, dma: str | None = None) -> tuple[str, str]:
+    """Names of the engine and of the AXI DMA in ``overlay.ip_dict``."""
+    ips = getattr(overlay, "ip_dict", {}) or {}
+
+    def pick(explicit, key, what):
+        if explicit:
+            if explicit not in ips:
+                raise AcceleratorError(f"no IP '{explicit}' in the overlay (IPs: {', '.join(sorted(ips)) or 'none'})")
+            return explicit
+        hits = [n for n, d in ips.items() if f":{key}:" in str(d.get("type", "")) or n.split("/")[-1].startswith(key)]
+        if len(hits) != 1:
+            found = "none" if not hits else ", ".join(hits)
+            raise AcceleratorError(f"expected one {what} ({key}) in the overlay, found {found} "
+                                   f"(IPs: {', '.join(sorted(ips)) or 'none'}); name it explicitly")
+        return hits[0]
+
+    return pick(accel, "zq_top", "accelerator"), pick(dma, "axi_dma", "AXI DMA")
+
+
+def ip_driver(overlay, name: str, source: str):
+    """``getattr(overlay, name)`` (``a/b`` for hierarchies): pynq builds the IP's driver. pynq's
+    ``RuntimeError("Overlay not currently loaded")`` (another bitstream in the PL, e.g. after
+    ``--no-download``) becomes a :class:`BackendError` that says so."""
+    obj = overlay
+    try:
+        for part in name.split("/"):
+            obj = getattr(obj, part)
+    except RuntimeError as e:
+        raise BackendError(f"{source}: pynq cannot reach {name} ({e}): the PL holds another bitstream (the base "
+                           "overlay after a reboot?). Load this one: drop --no-download (download=True)") from e
+    return obj
 
 
 # ---- the PL clock -----------------------------------------------------------------
@@ -101,8 +138,14 @@ def configure_fclk(clocks, requested_mhz: float | None = None, *, timing=None, d
         limit = float(design_mhz)
         why = f"no timing record ({where}): at most the design's own {limit:g} MHz"
     else:
-        limit, why = None, f"no timing record ({where}) and no design clock: not checked"
+        limit, why = None, ""
     before = _read_fclk(clocks)
+    if limit is None:
+        if before is None:
+            raise ClockError(f"no timing record ({where}), no design clock and fclk0 unreadable: a clock cannot "
+                             "be checked; pass the bitstream's timing record")
+        limit = before
+        why = f"no timing record ({where}) and no design clock in the .hwh: at most the clock loaded now ({before:g} MHz)"
     if requested_mhz is not None:
         req = float(requested_mhz)
         if not req > 0:
@@ -128,34 +171,77 @@ def configure_fclk(clocks, requested_mhz: float | None = None, *, timing=None, d
 
 
 # ---- opening the board --------------------------------------------------------------
-def load_overlay(bit_path, download: bool = True):
-    """``pynq.Overlay(bit)`` with the failures named."""
+def design_fclk_mhz(ol) -> float | None:
+    """FCLK0 of the design as the ``.hwh`` gives it: the Zynq PS's ``PCW_FPGA0_PERIPHERAL_FREQMHZ``
+    (``ip_dict``'s processing_system7 parameters; pynq 3.x's ``clock_dict`` holds only ``enable``,
+    ``divisor0``, ``divisor1``); a ``frequency`` in ``clock_dict`` (older pynq) otherwise; None."""
+    def attr(name):
+        try:                    # pynq's Overlay.__getattr__ raises RuntimeError when another bitstream is loaded
+            return getattr(ol, name, None)
+        except RuntimeError:
+            return None
+
+    for d in (attr("ip_dict") or {}).values():
+        if "processing_system7" in str(d.get("type", "")):
+            params = d.get("parameters") or {}
+            for key in ("PCW_ACT_FPGA0_PERIPHERAL_FREQMHZ", "PCW_FPGA0_PERIPHERAL_FREQMHZ"):
+                try:
+                    return float(params[key])
+                except (KeyError, TypeError, ValueError):
+                    pass
+    freq = ((attr("clock_dict") or {}).get(0) or {}).get("frequency")
+    return float(freq) if freq else None
+
+
+def loaded_bitstream() -> str | None:
+    """The bitstream pynq says the PL holds now (``pynq.PL.bitfile_name``), if it can tell."""
     try:
-        import pynq
+        from pynq import PL
+
+        name = PL.bitfile_name
+    except Exception:  # noqa: BLE001 - pynq without the attribute, or no global state yet
+        return None
+    return str(name) if name else None
+
+
+def load_overlay(bit_path, download: bool = True, progress: bool = False):
+    """``pynq.Overlay(bit)`` with the failures named. With ``download=False`` the PL must already
+    hold this bitstream (after a reboot it holds the base overlay): said so, not pynq's
+    ``RuntimeError("Overlay not currently loaded")`` at the first register access."""
+    from .progress import step
+
+    try:
+        with step("importing pynq", progress):
+            import pynq
     except Exception as e:  # noqa: BLE001
         raise BackendError(f"the pynq backend needs the pynq package on a PYNQ board ({e})") from e
     if not on_board():
         raise BackendError("the pynq backend runs on a PYNQ board (no FPGA manager here); use --backend csim, "
                            "golden or rtl on this machine")
+    if not download:
+        held = loaded_bitstream()
+        if held is not None and Path(held).name != Path(bit_path).name:
+            raise BackendError(f"--no-download: the PL holds {held}, not {bit_path}: load it (drop --no-download, "
+                               "or download=True); nothing was written")
     try:
-        return pynq.Overlay(str(bit_path), download=download)
+        with step(f"{'loading' if download else 'opening the loaded'} bitstream {Path(bit_path).name} and "
+                  "parsing its .hwh (pynq.Overlay)", progress):
+            return pynq.Overlay(str(bit_path), download=download)
     except Exception as e:  # noqa: BLE001
         raise BackendError(f"pynq.Overlay({bit_path}) failed: {type(e).__name__}: {e}") from e
 
 
 def open_driver(ol, export: Export, *, allocate, clocks, raw_mmio=None, clock=time.monotonic,
-                timing=None, fclk_mhz: float | None = None, source: str = "", **driver_kw):
-    """The open sequence, the same on the board and in the simulation: read (and set,
-    ``fclk_mhz``) the PL clock, checked against ``timing`` (:func:`configure_fclk`), then a
-    :class:`ZqDriver` on the overlay, which compares the register offsets with the ``.hwh``,
-    checks ``weights.bin``, resets a DMA an earlier process left in error (through
-    ``raw_mmio``), loads the weight image into DDR and writes ``wts``/``act``."""
-    from .driver import ZqDriver
+                timing=None, fclk_mhz: float | None = None, config=None, outside_clock=None, **options):
+    """The open sequence, the same on the board and in the simulations: read (and set,
+    ``fclk_mhz``) the PL clock, checked against ``timing`` or the design's own clock
+    (:func:`configure_fclk`, :func:`design_fclk_mhz`), then a :class:`ZqDriver` on the overlay.
+    ``config``: a :class:`~zynqflow.host.driver.DriverConfig` (or its fields as ``options``)."""
+    from .driver import DriverConfig, ZqDriver
 
-    design = (getattr(ol, "clock_dict", None) or {}).get(0, {}).get("frequency")
-    clk = configure_fclk(clocks, fclk_mhz, timing=timing, design_mhz=design)
-    drv = ZqDriver(ol, allocate, export, clock=clock, fclk_hz=clk["fclk_mhz"] * 1e6, source=source,
-                   raw_mmio=raw_mmio, **driver_kw)
+    clk = configure_fclk(clocks, fclk_mhz, timing=timing, design_mhz=design_fclk_mhz(ol))
+    cfg = (config or DriverConfig()).but(**options, fclk_hz=clk["fclk_mhz"] * 1e6)
+    drv = ZqDriver(ol, allocate, export, cfg, clock=clock, raw_mmio=raw_mmio, outside_clock=outside_clock)
     drv.clock_info = clk
     return drv
 
@@ -173,15 +259,25 @@ def driver_on_overlay(ol, export: Export, bit_path, timeout_s: float | None = No
 
     return open_driver(ol, export, allocate=pynq.allocate, clocks=Clocks, raw_mmio=raw_mmio, clock=time.monotonic,
                        timing=Path(bit_path).with_suffix(".json"), fclk_mhz=fclk_mhz, source=f"bitstream {bit_path}",
-                       timeout_s=timeout_s, clock_label="board wall time (host work included)", **driver_kw)
+                       timeout_s=timeout_s, **driver_kw)
 
 
 def open_board(export: Export, bit=None, timeout_s: float | None = None, download: bool = True,
-               fclk_mhz: float | None = None, **driver_kw):
+               fclk_mhz: float | None = None, progress: bool = False, **driver_kw):
     """Program the bitstream (unless ``download=False``) and return a :class:`ZqDriver` on it.
     ``weights.bin`` is checked against the manifest first: a wrong one fails before the board
     is touched."""
     bit_path, _ = export.find_bitstream(bit)
     export.weight_image()
-    ol = load_overlay(bit_path, download)
-    return driver_on_overlay(ol, export, bit_path, timeout_s, fclk_mhz, **driver_kw)
+    from .progress import step
+
+    ol = load_overlay(bit_path, download, progress)
+    with step("opening the accelerator: registers checked, the weight image into DDR", progress):
+        return driver_on_overlay(ol, export, bit_path, timeout_s, fclk_mhz, **driver_kw)
+
+
+def open_on_overlay(export: Export, overlay, bit=None, timeout_s: float | None = None,
+                    fclk_mhz: float | None = None, download: bool = True, progress: bool = False, **driver_kw):
+    """:func:`driver_on_overlay` for an overlay already loaded (``ZqOverlay``, a ``pynq.Overlay``)."""
+    name = getattr(overlay, "bitfile_name", None) or bit or "overlay"
+    return driver_on_overlay(overlay, export, name, timeout_s, fclk_mhz, **driver_kw)

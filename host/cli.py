@@ -3,6 +3,7 @@
     zynqflow classify shoe.png shirt.jpg --top 3          # default backend: pynq on a board, else csim
     zynqflow stream 'photos/*.png' --backend rtl
     zynqflow benchmark --backend golden,csim,rtl --frames 64
+    zynqflow doctor                                       # first bring-up: every layer, bottom up
     zynqflow info
     zynqflow import model.onnx --data my_images/               # a Brevitas QONNX export (zynqflow[import])
 
@@ -20,9 +21,16 @@ bitstream's timing) and ``--retries`` the recoveries per call; ``stream`` and
 RTL twin, or the manifest's cycle model, labelled modelled), DRAM bytes per
 frame where the engine measures them, and the throughput with and without the
 host's own work.
+Every input the command line names (export, images, bitstream, backend) is
+checked, and named if wrong, before anything touches the PL. Steps that take
+seconds on the board's Cortex-A9 (importing pynq, loading the bitstream, the
+weight image into DDR, preprocessing images, a benchmark) print a progress line
+or bar on stderr. ``--debug`` (or ``ZYNQFLOW_DEBUG=1``) shows the traceback of
+an error.
 Exit status: 0 ok; 1 the accelerator failed (network-ID or engine mismatch,
-timeout, error frame); 2 usage, bad option values, missing or wrong files
-(weights.bin), unknown or unavailable backend.
+timeout, error frame) or a doctor step failed; 2 usage, bad option values,
+missing or wrong files (weights.bin), unknown or unavailable backend; 130
+interrupted.
 """
 
 from __future__ import annotations
@@ -32,13 +40,16 @@ import json
 import math
 import os
 import sys
+import traceback
 
 import numpy as np
 
 from .accelerator import BACKENDS, CLOCKS, Accelerator, have_cxx, resolve_backend
+from .errors import PreprocessError
 from .errors import AcceleratorError, EngineMismatch, ExportFilesError, HostError, NetworkIdMismatch
 from .manifest import BACKEND_FILES, Export, default_export, xrt_hint
 from .preprocess import expand_inputs, frames_for, recipe_for
+from .progress import bar, step
 from zynqflow.spec.recipes import RECIPES
 
 
@@ -88,6 +99,17 @@ def probability(text: str) -> float:
     return v
 
 
+def load_frames(export: Export, files, invert: bool, recipe: str) -> np.ndarray:
+    """Every image preprocessed (each file named if it cannot be), with a bar."""
+    out = []
+    for i, f in enumerate(files, 1):
+        out.append(frames_for(export, [f], invert, recipe))
+        bar(i, len(files), f"preprocessing {len(files)} images")
+    if not out:
+        raise PreprocessError("no image to classify")
+    return np.concatenate(out)
+
+
 def _common(p: argparse.ArgumentParser, backend_help: str = "auto") -> None:
     p.add_argument("--export", default=None,
                    help="export directory or manifest.json (default: $ZYNQFLOW_EXPORT, else \"export\" in "
@@ -111,6 +133,8 @@ def _common(p: argparse.ArgumentParser, backend_help: str = "auto") -> None:
     p.add_argument("--backpressure", type=probability, default=0.0,
                    help="rtl: probability of a stall per cycle on both DMA streams, in [0, 1) (default 0)")
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
+    p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                   help="show the traceback of an error (also ZYNQFLOW_DEBUG=1)")
 
 
 def _images(p: argparse.ArgumentParser) -> None:
@@ -124,7 +148,7 @@ def _images(p: argparse.ArgumentParser) -> None:
 def _backend_opts(a, name: str) -> dict:
     driver = {k: v for k, v in dict(fclk_mhz=a.fclk_mhz, retries=a.retries).items() if v is not None}
     if name == "pynq":
-        return dict(bit=a.bit, timeout_s=a.timeout, download=not a.no_download, **driver)
+        return dict(bit=a.bit, timeout_s=a.timeout, download=not a.no_download, progress=True, **driver)
     if name == "rtl":
         return dict(timeout_s=a.timeout, backpressure=a.backpressure, **driver)
     if name == "rtl-fast":
@@ -142,10 +166,26 @@ def _export(a) -> Export:
         raise ExportFilesError(f"{e} [default export, from {origin}]") from e
 
 
-def _open(a, name: str | None = None) -> Accelerator:
+def _checked(a, name: str | None = None) -> tuple[Export, str]:
+    """The export, the backend and what that backend needs, checked (and named if wrong) before
+    anything touches the PL: the export's files, weights.bin against the manifest, the bitstream
+    and its .hwh (pynq)."""
     export = _export(a)
     name = resolve_backend(name or a.backend, export, a.bit)
-    return Accelerator(export, name, **_backend_opts(a, name))
+    export.require(name)
+    if name in ("pynq", "rtl", "rtl-fast"):
+        export.weight_image()
+    if name == "pynq":
+        export.find_bitstream(a.bit)
+    return export, name
+
+
+def _open(a, export: Export, name: str) -> Accelerator:
+    """The accelerator, with a progress line (pynq: importing pynq, loading the bitstream and parsing
+    the .hwh, the weight image into DDR take seconds on the A9)."""
+    what = {"rtl": "building the RTL simulator (cached)", "csim": "building the C simulation (cached)"}
+    with step(f"opening the {name} backend" + (f": {what[name]}" if name in what else "")):
+        return Accelerator(export, name, **_backend_opts(a, name))
 
 
 def _print_topk(res, k: int, sources) -> None:
@@ -178,9 +218,12 @@ def figure_lines(s: dict) -> list[str]:
 
 
 def cmd_classify(a) -> int:
-    with _open(a) as acc:
-        files = expand_inputs(a.images)
-        res = acc.classify(frames_for(acc.export, files, a.invert, a.preprocess))
+    export, name = _checked(a)
+    files = expand_inputs(a.images)
+    frames = load_frames(export, files, a.invert, a.preprocess)
+    with _open(a, export, name) as acc:
+        with step(f"classifying {len(frames)} frame{'s' * (len(frames) != 1)} on {name}"):
+            res = acc.classify(frames)
         if a.json:
             print(json.dumps(dict(backend=res.backend, network=acc.export.network,
                                   results=[dict(file=str(f), label=int(l), name=n, topk=t)
@@ -194,12 +237,14 @@ def cmd_classify(a) -> int:
 
 
 def cmd_stream(a) -> int:
-    with _open(a) as acc:
-        files = expand_inputs(a.inputs)
-        if a.limit:
-            files = files[: a.limit]
-        frames = frames_for(acc.export, files, a.invert, a.preprocess)
-        res = acc.stream(frames)
+    export, name = _checked(a)
+    files = expand_inputs(a.inputs)
+    if a.limit:
+        files = files[: a.limit]
+    frames = load_frames(export, files, a.invert, a.preprocess)
+    with _open(a, export, name) as acc:
+        with step(f"streaming {len(frames)} frames on {name}"):
+            res = acc.stream(frames)
         s = res.summary()
         if a.json:
             s.update(results=[dict(file=str(f), label=int(l), name=n) for f, l, n in
@@ -241,12 +286,15 @@ def cmd_benchmark(a) -> int:
             names.append("pynq")
     else:
         names = [resolve_backend(n.strip(), export, a.bit) for n in a.backend.split(",") if n.strip()]
+    for name in names:                               # every backend's inputs before the first runs
+        _checked(a, name)
     frames = _bench_frames(export, a.frames, a.source)
     rows, ref = [], None
-    for name in names:
+    for i, name in enumerate(names, 1):
         n = min(a.frames, a.rtl_frames) if name == "rtl" else a.frames
-        with Accelerator(export, name, **_backend_opts(a, name)) as acc:
-            res = acc.stream(frames[:n])
+        with _open(a, export, name) as acc:
+            with step(f"[{i}/{len(names)}] streaming {n} frames on {name}"):
+                res = acc.stream(frames[:n])
         s = res.summary()
         if ref is None:
             ref = res.logits
@@ -348,9 +396,20 @@ def build_parser() -> argparse.ArgumentParser:
     i = sub.add_parser("info", help="the export, the backends available here, the default backend")
     _common(i)
     i.set_defaults(func=cmd_info)
+    d = sub.add_parser("doctor", help="first bring-up: checks every layer bottom up, each passed or failed "
+                                      "with the fix (files, IPs, registers, DMA, clock, network ID, weights, a frame)")
+    _common(d, backend_help="pynq on a board; rtl: the same checks against the RTL simulation")
+    d.set_defaults(func=cmd_doctor)
+    # `zynqflow import ...` goes to the importer before this parser (main); listed here for --help
     sub.add_parser("import", help="a Brevitas QONNX export -> network config and checkpoint (needs zynqflow[import]; "
                                   "zynqflow import -h)")
     return p
+
+
+def cmd_doctor(a) -> int:
+    from .doctor import main as doctor_main
+
+    return doctor_main(a, _export, _backend_opts)
 
 
 def _fail(e: Exception, code: int, prefix: str = "") -> int:
@@ -363,9 +422,9 @@ def _fail(e: Exception, code: int, prefix: str = "") -> int:
 
 def cmd_import(argv: list[str]) -> int:
     """``zynqflow import model.onnx ...``: a Brevitas QONNX export into the flow, by the ``import``
-    extra, imported only here (the board CLI stays torch- and onnx-free)."""
-    try:
-        from zynqflow.export.qonnx_import import main as import_main
+    extra, imported only here and by name (the board CLI stays torch- and onnx-free)."""
+    try:   # by name: the host package imports no floor above it (tests/test_layers.py)
+        import_main = __import__("zynqflow.export.qonnx_import", fromlist=["main"]).main
     except ImportError as e:
         print(f"zynqflow import needs the import extra (brevitas, qonnx, onnx): pip install 'zynqflow[import]' "
               f"({e})", file=sys.stderr)
@@ -373,19 +432,36 @@ def cmd_import(argv: list[str]) -> int:
     return import_main(argv)
 
 
+def debugging(a=None) -> bool:
+    return bool(getattr(a, "debug", False)) or os.environ.get("ZYNQFLOW_DEBUG", "") not in ("", "0")
+
+
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["import"]:
         return cmd_import(argv[1:])
-    a = build_parser().parse_args(argv)
+    p = build_parser()
+    p.add_argument("--debug", action="store_true", help="show the traceback of an error (also ZYNQFLOW_DEBUG=1)")
+    a = p.parse_args(argv)
     try:
         return a.func(a)
-    except (NetworkIdMismatch, EngineMismatch) as e:
-        return _fail(e, 1)
-    except AcceleratorError as e:
-        return _fail(e, 1, "accelerator error: ")
-    except (HostError, TypeError, ValueError) as e:
+    except KeyboardInterrupt:
+        print("zynqflow: interrupted", file=sys.stderr)
+        return 130
+    except HostError as e:
+        if debugging(a):
+            traceback.print_exc()
+        if isinstance(e, (NetworkIdMismatch, EngineMismatch)):
+            return _fail(e, 1)
+        if isinstance(e, AcceleratorError):
+            return _fail(e, 1, "accelerator error: ")
         return _fail(e, 2)
+    except Exception as e:  # noqa: BLE001 - a bug, or a library's error we did not name: say so
+        if debugging(a):
+            traceback.print_exc()
+            return _fail(e, 1, f"unexpected {type(e).__name__}: ")
+        return _fail(e, 1, f"unexpected {type(e).__name__} (run again with --debug or ZYNQFLOW_DEBUG=1 for the "
+                           "traceback): ")
 
 
 if __name__ == "__main__":

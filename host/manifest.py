@@ -330,7 +330,7 @@ def xrt_hint(message: str = "") -> str:
                 "that the command runs as root (sudo -E)")
     else:
         hint = ("XILINX_XRT is not set: pynq registers the Zynq device only when it is, and login shells of the "
-                "PYNQ image set it (/etc/profile.d) but ssh commands, cron and systemd do not. Run the wrapper "
-                "~/zynqflow/zynqflow (it sets XILINX_XRT=/usr and passes it through sudo), or "
-                "export XILINX_XRT=/usr and run with sudo -E")
+                "PYNQ image set it (/etc/profile.d) but ssh commands, cron and systemd do not. Run the command "
+                "board/deploy.sh installs (/usr/local/bin/zynqflow, also ~/zynqflow/zynqflow: it sets "
+                "XILINX_XRT=/usr as root), or in your own Python: export XILINX_XRT=/usr and run it as root")
     return f"{message} ({hint})" if message else hint

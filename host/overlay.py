@@ -149,7 +149,7 @@ class ZqOverlay:
     def __repr__(self) -> str:
         ex = self.export
         return (f"<{type(self).__name__} {ex.network} (0x{ex.network_id:08x}) on {self.backend}: "
-                f"{self.accelerator.backend.clock}>")
+                f"{self.accelerator.clock}>")
 
 
 class SimulatedZqOverlay(ZqOverlay):

@@ -9,7 +9,8 @@ from __future__ import annotations
 import json
 import os
 
-from zynqflow.host.accelerator import Backend, _CpuBackend, driver_info
+from zynqflow.host.accelerator import Backend, _CpuBackend
+from zynqflow.host.stats import driver_info
 from zynqflow.host.errors import BackendError
 from zynqflow.host.manifest import Export
 
@@ -93,6 +94,14 @@ class RtlBackend(Backend):
     def classify(self, frames):
         s, info = self._job("classify", frames)
         return s["logits"], info
+
+    def doctor(self) -> list[dict]:
+        """``zynqflow doctor``'s checks (:mod:`zynqflow.host.doctor`) against the simulated design."""
+        from .rtl_host import run_job
+
+        res = run_job(self.export, [("doctor", None)], **self.opts)
+        self.last = res
+        return res["doctor"]
 
     def stream(self, frames):
         s, info = self._job("stream", frames)

@@ -19,8 +19,8 @@ import os
 
 import numpy as np
 
-from zynqflow.host.accelerator import Backend, cycle_figures
-from zynqflow.host.driver import MEASURED
+from zynqflow.host.accelerator import Backend
+from zynqflow.host.stats import MEASURED, cycle_figures
 from zynqflow.host.errors import AcceleratorError, BackendError
 from zynqflow.host.manifest import Export
 

@@ -45,7 +45,7 @@ def _build(export: Export, rtl: str | None):
         raise BackendError(f"rtl backend: building the simulator for {export.dir} failed: {e}") from e
 
 
-OPS = ("classify", "stream", "classify_async", "stream_async", "pl_reset")
+OPS = ("classify", "stream", "classify_async", "stream_async", "pl_reset", "reopen", "doctor")
 
 
 def run_job(export: Export | str | Path, steps: list[tuple[str, np.ndarray]], *, rtl: str | None = None,
@@ -81,7 +81,7 @@ def run_job(export: Export | str | Path, steps: list[tuple[str, np.ndarray]], *,
                 shutil.copy(dat, run_dir / dat.name)
         job_steps = []
         for i, (op, frames) in enumerate(steps):
-            if op == "pl_reset":
+            if op in ("pl_reset", "reopen", "doctor"):
                 job_steps.append(dict(op=op))
                 continue
             f = run_dir / f"frames{i}.npy"
@@ -95,7 +95,7 @@ def run_job(export: Export | str | Path, steps: list[tuple[str, np.ndarray]], *,
         (run_dir / "job.json").write_text(json.dumps(job, indent=1))
         env = {"ZQ_HOST_JOB": str(run_dir / "job.json"), "PYTHONHASHSEED": "0"}
         if not sim_limit_ms:   # a generous bound on simulated time: 20 estimated frame times per frame
-            n = sum(len(f) for op, f in steps if op != "pl_reset") + 1
+            n = sum(len(f) for op, f in steps if f is not None) + 1 + 4 * sum(op == "doctor" for op, _ in steps)
             mhz = (driver or {}).get("fclk_mhz") or CLOCK_HZ / 1e6
             sim_limit_ms = max(100.0, 20 * n * export.frame_cycles() / min(mhz * 1e6, CLOCK_HZ) * 1e3)
         env["ZQ_HOST_SIM_LIMIT_MS"] = f"{sim_limit_ms:.3f}"

@@ -11,7 +11,9 @@ PYNQ object                       simulation
                                   accelerator's ``registers`` as pynq reads
                                   them from a Vitis HLS ``.hwh``, attributes
                                   ``zq_top_0`` and ``axi_dma_0``,
-                                  ``clock_dict``)
+                                  ``clock_dict`` as pynq 3.x builds it:
+                                  ``enable``/``divisor0``/``divisor1``, the
+                                  clock in the PS7's ``.hwh`` parameters)
 ``ip.mmio.read/write``            :class:`SimMMIO`: ``AxiLiteMaster`` on
                                   ``s_axi_control``
 ``overlay.axi_dma_0``             :class:`SimDMA`: **pynq's own**
@@ -68,7 +70,16 @@ that error (S2MM: the engine's packet is taken from the stream but not
 written to memory; MM2S: after ``b`` beats, default 0, have gone out, so
 the engine holds part of a frame); ``stall`` leaves the transfer busy for
 ever (S2MM: TREADY never rises, the engine's output waits; MM2S: after
-``b`` beats). Faults and ``backpressure`` do not combine.
+``b`` beats). An S2MM fault with ``beats`` halts the channel mid-packet: it takes ``b`` beats of
+the engine's output, then TREADY drops and the engine keeps the rest of its frame (as
+PG021's S2MM stops on a write error). ``"kind": "sigint"`` raises ``KeyboardInterrupt`` in the
+driver right after that transfer was started (the user pressing Ctrl-C mid-stream). Faults and
+``backpressure`` do not combine.
+
+A soft reset takes ``reset_cycles`` (16), plus ``busy_reset_cycles`` (600) when a channel
+was mid-transfer: the driver must wait for DMACR.Reset to clear. ``allocate()`` hands freed
+addresses out again, as the CMA allocator does. ``charge(nbytes)``: the DDR model's shared
+bandwidth budget, awaited once per DMA packet (None: the DMA's traffic is free).
 
 Tampering (another agent on the board, between two frames): on an S2MM
 transfer, once its data is in memory and before the channel reports it done
@@ -94,6 +105,7 @@ Written for this project (cocotbpynq, GPL-3.0, is not used).
 from __future__ import annotations
 
 import asyncio
+import inspect
 import random
 import time
 
@@ -109,23 +121,16 @@ from cocotbext.axi.sparse_memory import SparseMemory
 
 from zynqflow.spec import engine as E
 
+from .pg021 import (ADDR, ADDR_MSB, CR_IOC_IRQ_EN, CR_RS, DMA_MAX_LENGTH, DMACR, DMASR,  # noqa: F401
+                    FAULT_KINDS, LENGTH, S2MM_BASE, SR_DEC_ERR, SR_ERRORS, SR_HALTED, SR_IDLE, SR_INT_ERR,
+                    SR_IOC_IRQ, SR_SLV_ERR, Pg021Channel, Pg021Dma)
+
 ACCEL_TYPE = "zynqflow.org:hls:zq_top:1.0"
 DMA_TYPE = "xilinx.com:ip:axi_dma:7.1"
 INTC_TYPE = "xilinx.com:ip:axi_intc:4.1"
-DMA_MAX_LENGTH = (1 << 23) - 1      # c_sg_length_width 23 (board/pynq_z2.tcl)
+PS7_TYPE = "xilinx.com:ip:processing_system7:5.5"
 REG_CYCLES = 2                      # clock cycles of a DMA register access (GP0 round trip, roughly)
-IRQ_WAIT_CYCLES = 4096              # a SimInterrupt.wait() returns after at most this many cycles
-
-# PG021 direct register mode: offsets within a channel (MM2S at 0x00, S2MM at 0x30)
-DMACR, DMASR, ADDR, ADDR_MSB, LENGTH = 0x00, 0x04, 0x18, 0x1C, 0x28
-S2MM_BASE = 0x30
-CR_RS, CR_RESET, CR_IOC_IRQ_EN, CR_ERR_IRQ_EN = 0x1, 0x4, 0x1000, 0x4000
-SR_HALTED, SR_IDLE, SR_INT_ERR, SR_SLV_ERR, SR_DEC_ERR = 0x1, 0x2, 0x10, 0x20, 0x40
-SR_IOC_IRQ, SR_DLY_IRQ, SR_ERR_IRQ = 0x1000, 0x2000, 0x4000
-SR_ERRORS = SR_INT_ERR | SR_SLV_ERR | SR_DEC_ERR
-CR_RESET_VALUE, SR_RESET_VALUE = 0x0001_0000, 0x0001_0001     # IRQThreshold 1; halted
-FAULT_KINDS = {"internal": SR_INT_ERR, "slave": SR_SLV_ERR, "decode": SR_DEC_ERR, "stall": 0}
-TAMPER_KINDS = ("wts_addr", "weight_header")     # S2MM only: the engine's registers / DDR between frames
+IRQ_WAIT_CYCLES = 20000             # a SimInterrupt.wait() gives up after this many cycles (board: 1 s)
 ALLOC_BASE = 0x1600_0000            # where SimAllocator places buffers (inside the engine's 512 MiB window)
 
 # how Vitis HLS names the block-level registers of an s_axilite bundle in the .hwh
@@ -176,6 +181,8 @@ class SimBuffer(np.ndarray):
         np.copyto(self, np.frombuffer(data, self.dtype).reshape(self.shape))
 
     def freebuffer(self):
+        if not self._freed and getattr(self, "_on_free", None) is not None:
+            self._on_free(self)
         self._freed = True
 
     close = freebuffer
@@ -188,24 +195,52 @@ class SimBuffer(np.ndarray):
 class SimAllocator:
     """``pynq.allocate(shape, dtype)``: buffers in ``memory`` (the simulated DDR; a private
     sparse memory if none is given) from ``base`` up, each starting on an ``align`` boundary
-    (pynq's CMA buffers are page aligned). ``forget_flush_bytes``: buffers of exactly that
-    size ignore ``flush()`` (a driver that forgot to flush them)."""
+    (pynq's CMA buffers are page aligned). Freed buffers' addresses are handed out again (first
+    fit, as the CMA allocator does): a DMA transfer left posted on a freed buffer writes into
+    whatever the next ``allocate()`` returned there. ``forget_flush_bytes``: buffers of exactly
+    that size ignore ``flush()`` (a driver that forgot to flush them)."""
 
     def __init__(self, memory=None, base: int = ALLOC_BASE, align: int = 0x1000,
-                 forget_flush_bytes: int | None = None):
+                 forget_flush_bytes: int | None = None, reuse: bool = True):
         self.mem = memory if memory is not None else SparseMemory(1 << 32)
-        self.next = base
+        self.base = self.next = base
         self.align = align
         self.forget_flush_bytes = forget_flush_bytes
+        self.reuse = reuse
         self.live: list[SimBuffer] = []
+        self.log: list[tuple[str, int, int]] = []      # ("alloc" | "free", address, bytes)
+
+    def _span(self, nbytes: int) -> int:
+        return -(-max(nbytes, 1) // self.align) * self.align
+
+    def _place(self, nbytes: int) -> int:
+        span = self._span(nbytes)
+        if self.reuse:
+            taken = sorted((b.physical_address, b.physical_address + self._span(b.nbytes))
+                           for b in self.live if not b._freed)
+            at = self.base
+            for lo, hi in taken:
+                if at + span <= lo:
+                    return at
+                at = max(at, hi)
+            self.next = max(self.next, at + span)
+            return at
+        at = self.next
+        self.next += span
+        return at
 
     def __call__(self, shape, dtype=np.uint32, target=None, **kwargs) -> SimBuffer:
         dt = np.dtype(dtype)
         nbytes = int(np.prod(shape)) * dt.itemsize
-        b = SimBuffer(shape, dt, self.next, self.mem, forget_flush=nbytes == self.forget_flush_bytes)
-        self.next += -(-max(b.nbytes, 1) // self.align) * self.align
+        b = SimBuffer(shape, dt, self._place(nbytes), self.mem, forget_flush=nbytes == self.forget_flush_bytes)
+        b._on_free = self._freed
+        self.live = [x for x in self.live if not x._freed]
         self.live.append(b)
+        self.log.append(("alloc", b.physical_address, b.nbytes))
         return b
+
+    def _freed(self, b) -> None:
+        self.log.append(("free", b.physical_address, b.nbytes))
 
     def lookup(self, address: int, nbytes: int):
         """The live buffer holding [address, address + nbytes), and the offset in it; None if none
@@ -266,102 +301,62 @@ class SimMMIO:
 
 class SimInterrupt:
     """``pynq.interrupt.Interrupt``: ``await wait()`` returns once the line is high (level
-    sensitive, as behind an axi_intc). Here the simulation runs until the line rises, or
-    for at most ``IRQ_WAIT_CYCLES`` (a spurious wake-up, which callers re-check anyway)."""
+    sensitive, as behind an axi_intc), and only then: a channel whose error does not raise its
+    line (pynq enables only IOC_IrqEn) is not noticed here. On the board the caller's
+    ``asyncio.wait_for`` gives up after its timeout (up to 1 s); here the simulation runs until the
+    line rises or for at most ``IRQ_WAIT_CYCLES`` (counted in ``timeouts``: a wait the board would
+    have sat through)."""
 
     def __init__(self, sim: _Sim, name: str, level, edge):
         self._sim, self.name = sim, name
         self._level, self._edge = level, edge      # () -> bool ; () -> trigger
         self.waits = 0
         self.fired = 0
+        self.timeouts = 0
 
     async def wait(self):
         self.waits += 1
         if self._sim.call(self._until_high):
             self.fired += 1
+        else:
+            self.timeouts += 1
         await asyncio.sleep(0)                     # let the driver's event loop run
 
     async def _until_high(self) -> bool:
-        if not self._level():
-            await First(self._edge(), Timer(IRQ_WAIT_CYCLES * self._sim.period_ns, "ns"))
-        return self._level()
+        end = get_sim_time("ns") + IRQ_WAIT_CYCLES * self._sim.period_ns
+        while not self._level():
+            left = end - get_sim_time("ns")
+            if left <= 0:
+                return False
+            await First(self._edge(), Timer(left, "ns"))
+        return True
 
 
 # ---- the AXI DMA ---------------------------------------------------------------------
-class _DmaChannel:
-    """One channel of :class:`SimAxiDma`: its registers and its data mover (in the simulation)."""
+class _DmaChannel(Pg021Channel):
+    """One channel of :class:`SimAxiDma`: PG021's registers and a data mover in the simulation."""
 
     def __init__(self, dma: "SimAxiDma", name: str, port):
-        self.dma, self.name, self.port = dma, name, port
-        self.tx = name == "mm2s"
-        self.transfers = 0         # transfers started (LENGTH writes while running)
-        self.errors = 0            # transfers ended by an error
-        self.ignored_writes = 0    # LENGTH written while halted or busy (a driver bug on a board)
+        self.port = port
         self.posted = False        # S2MM: a transfer is waiting for data (TREADY allowed)
-        self.changed = Event()     # completion, error or reset: wakes pollers and interrupts
+        self.changed = Event()     # completion, error or reset: wakes pollers
+        self.irq_event = Event()   # the interrupt line went high
         self.task = None
-        self.reset_registers()
+        super().__init__(dma, name)
 
-    def reset_registers(self):
-        self.cr, self.sr, self.addr, self.length, self.busy = CR_RESET_VALUE, SR_RESET_VALUE, 0, 0, False
+    def irq_edge(self):
+        """A trigger for the next rise of the interrupt line."""
+        self.irq_event.clear()
+        return self.irq_event.wait()
 
-    @property
-    def irq(self) -> bool:
-        """The channel's interrupt output (mm2s_introut / s2mm_introut)."""
-        return bool((self.sr & SR_IOC_IRQ and self.cr & CR_IOC_IRQ_EN) or
-                    (self.sr & SR_ERR_IRQ and self.cr & CR_ERR_IRQ_EN))
+    def _changed(self):
+        self.changed.set()
+        if self.irq:
+            self.irq_event.set()
 
-    def read(self, off: int) -> int:
-        if off == DMACR:
-            return self.cr | (CR_RESET if self.dma.resetting else 0)
-        return {DMASR: self.sr, ADDR: self.addr & 0xFFFFFFFF, ADDR_MSB: self.addr >> 32,
-                LENGTH: self.length}.get(off, 0)
-
-    def write(self, off: int, v: int) -> None:
-        if off == DMACR:
-            if v & CR_RESET:
-                self.dma.soft_reset()
-                return
-            self.cr = v & ~CR_RESET
-            if v & CR_RS:
-                if not self.sr & SR_ERRORS:          # errors are cleared by a reset only
-                    self.sr &= ~SR_HALTED
-            elif not self.busy:
-                self.sr |= SR_HALTED
-        elif off == DMASR:
-            self.sr &= ~(v & (SR_IOC_IRQ | SR_DLY_IRQ | SR_ERR_IRQ))       # write 1 to clear
-        elif off == ADDR:
-            self.addr = (self.addr & ~0xFFFFFFFF) | v
-        elif off == ADDR_MSB:
-            self.addr = (self.addr & 0xFFFFFFFF) | (v << 32)
-        elif off == LENGTH:
-            if self.sr & SR_HALTED or self.dma.resetting or self.busy:
-                self.ignored_writes += 1
-                return
-            self.length = v & DMA_MAX_LENGTH
-            self._start()
-
-    def _start(self):
-        fault = self.dma.faults.get((self.name, self.transfers))
-        self.transfers += 1
-        self.busy = True
-        self.sr &= ~SR_IDLE
+    def _launch(self, fault):
         self.changed.clear()
         self.task = cocotb.start_soon(self._mm2s(fault) if self.tx else self._s2mm(fault))
-
-    def _complete(self, nbytes: int):
-        if not self.tx:
-            self.length = nbytes                     # S2MM LENGTH reads back the bytes received
-        self.busy = False
-        self.sr |= SR_IDLE | SR_IOC_IRQ
-        self.changed.set()
-
-    def _error(self, bits: int):
-        self.errors += 1
-        self.busy = False
-        self.cr &= ~CR_RS
-        self.sr = (self.sr | bits | SR_ERR_IRQ | SR_HALTED) & ~SR_IDLE
-        self.changed.set()
 
     async def _beats(self, n: int):
         """Until ``n`` beats of the MM2S stream have been accepted by the engine."""
@@ -397,9 +392,21 @@ class _DmaChannel:
                 await Event().wait()                 # busy until a soft reset cancels this task
             self._error(FAULT_KINDS[fault["kind"]])
             return
+        await self.dma.charged(len(data))            # the DDR's shared bandwidth budget
         await src.send(AxiStreamFrame(data))
         await src.wait()
         self._complete(len(data))
+
+    async def _out_beats(self, n: int):
+        """Until ``n`` beats of the engine's output stream have been accepted."""
+        sig = self.dma.out_valid, self.dma.out_ready
+        clk, seen = self.dma.sim.clk, 0
+        while seen < n:
+            await RisingEdge(clk)
+            try:
+                seen += int(sig[0].value) & int(sig[1].value)
+            except ValueError:
+                pass
 
     async def _s2mm(self, fault):
         if not self._memory():
@@ -407,6 +414,19 @@ class _DmaChannel:
         if fault is not None and fault["kind"] == "stall":
             await Event().wait()                     # TREADY never rises
         sink: AxiStreamSink = self.port
+        beats = int((fault or {}).get("beats") or 0)
+        if fault is not None and fault["kind"] in FAULT_KINDS and beats and self.dma.out_valid is not None:
+            # the write of beat `beats` fails: the DMA halts mid-packet, TREADY drops, the engine
+            # keeps the rest of its output frame (PG021: the channel stops; only a reset clears it)
+            self.posted = True
+            if not self.dma.gen_driven:
+                sink.pause = False
+            await self._out_beats(beats)
+            sink.pause = True
+            self.posted = False
+            self.dma.mid_packet.append(beats)
+            self._error(FAULT_KINDS[fault["kind"]])
+            return
         self.posted = True
         if not self.dma.gen_driven:
             sink.pause = False
@@ -419,6 +439,8 @@ class _DmaChannel:
             self._error(FAULT_KINDS[fault["kind"]])
             return
         n = min(len(data), self.length)
+        await self.dma.charged(n)                    # the DDR's shared bandwidth budget
+        self.dma.written(self, n)                    # into a buffer freed while posted: recorded
         self.dma.allocator.mem.write(self.addr, data[:n])
         if len(data) > self.length:                  # the packet is longer than LENGTH
             self._error(SR_INT_ERR)
@@ -428,35 +450,40 @@ class _DmaChannel:
         self._complete(n)
 
 
-class SimAxiDma:
-    """The AXI DMA (PG021, direct register mode) as a register file with two data movers.
-    ``read``/``write`` run in the simulation (``SimDmaMMIO`` calls them from the driver)."""
+class SimAxiDma(Pg021Dma):
+    """The AXI DMA (PG021, direct register mode: :class:`zynqflow.sim.pg021.Pg021Dma`) with two data
+    movers on the RTL's streams. ``read``/``write`` run in the simulation (``SimDmaMMIO`` calls them
+    from the driver)."""
 
     def __init__(self, sim: _Sim, source: AxiStreamSource, sink: AxiStreamSink, allocator: SimAllocator,
                  in_valid, in_ready, faults=(), poll_cycles: int = 256, reset_cycles: int = 16,
-                 gen_driven: bool = False, tamper=None):
-        self.sim, self.source, self.sink, self.allocator = sim, source, sink, allocator
+                 gen_driven: bool = False, tamper=None, out_valid=None, out_ready=None,
+                 busy_reset_cycles: int = 600, charge=None):
+        super().__init__(allocator, faults)
+        self.sim, self.source, self.sink = sim, source, sink
         self.in_valid, self.in_ready = in_valid, in_ready
-        self.poll_cycles, self.reset_cycles = poll_cycles, reset_cycles
+        self.out_valid, self.out_ready = out_valid, out_ready
+        # PG021: a soft reset ends gracefully, finishing what the data movers have in flight: it
+        # takes reset_cycles, plus busy_reset_cycles when a channel was mid-transfer
+        self.poll_cycles, self.reset_cycles, self.busy_reset_cycles = poll_cycles, reset_cycles, busy_reset_cycles
+        # charge(nbytes): the DDR model's shared bandwidth budget (sync or awaitable), one call per packet
+        self.charge = charge
         self.gen_driven = gen_driven
         self.tamper = tamper                 # async (fault) -> None: SimOverlay's, for TAMPER_KINDS
-        self.faults = {}
-        for f in faults or ():
-            kind, ch = f.get("kind"), f.get("channel")
-            ok = (kind in FAULT_KINDS and ch in ("mm2s", "s2mm")) or (kind in TAMPER_KINDS and ch == "s2mm")
-            if not ok:
-                raise ValueError(f"DMA fault {f}: channel mm2s|s2mm, kind {'|'.join(FAULT_KINDS)}; or channel "
-                                 f"s2mm, kind {'|'.join(TAMPER_KINDS)}")
-            self.faults[(ch, int(f["transfer"]))] = dict(f)
         if self.faults and gen_driven:
             raise ValueError("DMA faults and backpressure do not combine (both drive the stream pause)")
         self.mm2s = _DmaChannel(self, "mm2s", source)
         self.s2mm = _DmaChannel(self, "s2mm", sink)
-        self.resetting = False
-        self.resets = 0
 
-    def _channel(self, offset: int):
-        return (self.mm2s, offset) if offset < S2MM_BASE else (self.s2mm, offset - S2MM_BASE)
+    def now_ns(self) -> float:
+        return get_sim_time("ns")
+
+    async def charged(self, nbytes: int) -> None:
+        """One DMA packet's bytes on the DDR's shared bandwidth budget (``charge``, sync or async)."""
+        if self.charge is not None:
+            r = self.charge(nbytes)
+            if inspect.isawaitable(r):
+                await r
 
     async def read(self, offset: int) -> int:
         ch, off = self._channel(offset)
@@ -479,6 +506,7 @@ class SimAxiDma:
             cocotb.start_soon(self._reset())
 
     async def _reset(self):
+        busy = any(ch.busy for ch in (self.mm2s, self.s2mm))
         for ch in (self.mm2s, self.s2mm):
             if ch.task is not None and not ch.task.done():
                 ch.task.cancel()
@@ -486,7 +514,7 @@ class SimAxiDma:
         for bfm in (self.source, self.sink):         # drop what the stream ports were in the middle of
             bfm.assert_reset(True)
             bfm.clear()
-        await ClockCycles(self.sim.clk, self.reset_cycles)
+        await ClockCycles(self.sim.clk, self.reset_cycles + (self.busy_reset_cycles if busy else 0))
         for bfm in (self.source, self.sink):
             bfm.assert_reset(False)
         if not self.gen_driven:
@@ -511,13 +539,6 @@ class SimAxiDma:
         if not self.gen_driven:
             self.sink.pause = True
 
-    def set_error_state(self, channel: str = "s2mm", bits: int = SR_SLV_ERR):
-        """Leave a channel halted with an error, as a process that died after a DMA error
-        leaves the board when the next one does not reload the bitstream."""
-        ch = getattr(self, channel)
-        ch.cr &= ~CR_RS
-        ch.sr = (ch.sr | bits | SR_ERR_IRQ | SR_HALTED) & ~SR_IDLE
-
 
 class SimDmaMMIO:
     """``pynq.MMIO`` of the AXI DMA's register space (what pynq's DMA driver holds as ``mmio``)."""
@@ -534,6 +555,9 @@ class SimDmaMMIO:
     def write(self, offset: int, value: int) -> None:
         self.writes += 1
         self._sim.call(self.model.write, offset, value)
+        if self.model.pending_sigint:               # fault "sigint": the user pressed Ctrl-C here
+            self.model.pending_sigint = False
+            raise KeyboardInterrupt("injected Ctrl-C (DMA fault 'sigint')")
 
 
 class SimDMAChannel:
@@ -658,7 +682,7 @@ class SimDMA:
             for ch in (model.mm2s, model.s2mm):
                 setattr(self, f"{ch.name}_introut",
                         SimInterrupt(sim, f"axi_dma_0/{ch.name}_introut", lambda c=ch: c.irq,
-                                     lambda c=ch: c.changed.wait()))
+                                     lambda c=ch: c.irq_edge()))
         self.sendchannel = cls(self.mmio, DMA_MAX_LENGTH, 4, 1, False, self.mm2s_introut)
         self.recvchannel = cls(self.mmio, DMA_MAX_LENGTH, 4, 0, False, self.s2mm_introut)
         self.buffer_max_size = DMA_MAX_LENGTH
@@ -764,7 +788,8 @@ class SimOverlay:
     def __init__(self, dut, period_ns: float = 10.0, backpressure: float = 0.0, seed: int = 1,
                  poll_cycles: int = 256, accel_name: str = "zq_top_0", dma_name: str = "axi_dma_0",
                  faults=(), registers: dict | None = None, interrupts: bool = True, clock=None,
-                 pynq_dma: bool = False, engine: str = "rtl", alloc: dict | None = None):
+                 pynq_dma: bool = False, engine: str = "rtl", alloc: dict | None = None, dma: dict | None = None,
+                 omit_ips=()):
         from zynqflow.sim.ddr_model import Ddr
 
         self.dut = dut
@@ -782,12 +807,19 @@ class SimOverlay:
         self.allocate = SimAllocator(self.ddr.mem, **(alloc or {}))
         self.dma_model = SimAxiDma(self._sim, self.source, self.sink, self.allocate, dut.s_axis_in_TVALID,
                                    dut.s_axis_in_TREADY, faults=faults, poll_cycles=poll_cycles,
-                                   gen_driven=backpressure > 0, tamper=self._tamper)
+                                   gen_driven=backpressure > 0, tamper=self._tamper, out_valid=dut.m_axis_out_TVALID,
+                                   out_ready=dut.m_axis_out_TREADY, charge=getattr(self.ddr, "charge", None),
+                                   **(dma or {}))
         self.tampered: list[dict] = []
         self._dma = None
         self._dma_name, self.use_pynq_dma, self._interrupts = dma_name, pynq_dma, interrupts
         self.clocks = SimClocks(self._sim, clock, on_change=self._period_changed)
-        self.clock_dict = {0: {"enable": 1, "frequency": round(1e3 / period_ns, 6)}}
+        # pynq 3.x: clock_dict has the PS's divisors only (no frequency); the clock is in the .hwh's PS7
+        # parameters (PCW_FPGA0_PERIPHERAL_FREQMHZ), which pynq's ip_dict carries
+        _, div = zynq_fclk(1e3 / period_ns)
+        d0 = next(d for d in range(1, 64) if div % d == 0 and div // d < 64)
+        self.clock_dict = {i: {"enable": int(i == 0), "divisor0": d0 if i == 0 else 10,
+                               "divisor1": div // d0 if i == 0 else 1} for i in range(4)}
         accel_irq = None
         if interrupts:
             accel_irq = SimInterrupt(self._sim, f"{accel_name}/interrupt", lambda: _high(dut.interrupt),
@@ -808,9 +840,16 @@ class SimOverlay:
                            interrupts={p: {"controller": "axi_intc_0", "index": i}
                                        for i, p in ((1, "mm2s_introut"), (2, "s2mm_introut"))} if interrupts else {}),
         }
+        # the Zynq PS as the .hwh describes it (the design's FCLK0, as bitstream.sh set it: 100 MHz)
+        self.ip_dict["processing_system7_0"] = dict(type=PS7_TYPE, phys_addr=0, addr_range=0,
+                                                    fullpath="processing_system7_0",
+                                                    parameters=dict(PCW_FPGA0_PERIPHERAL_FREQMHZ="100",
+                                                                    PCW_ACT_FPGA0_PERIPHERAL_FREQMHZ="100.000000"))
         if interrupts:
             self.ip_dict["axi_intc_0"] = dict(type=INTC_TYPE, phys_addr=0x4180_0000, addr_range=0x10000,
                                               fullpath="axi_intc_0", parameters={})
+        for name in omit_ips:            # a design that lacks an IP (doctor's tests)
+            self.ip_dict.pop(name, None)
         self.interrupt_controllers = {"axi_intc_0": {"parent": "", "index": 0}} if interrupts else {}
         self.interrupt_pins = ({f"{accel_name}/interrupt": {"controller": "axi_intc_0", "index": 0},
                                 f"{dma_name}/mm2s_introut": {"controller": "axi_intc_0", "index": 1},
@@ -831,6 +870,11 @@ class SimOverlay:
                 self._dma = SimDMA(self._sim, self.dma_model, self.use_pynq_dma, self._interrupts)
             return self._dma
         raise AttributeError(name)
+
+    def new_process(self) -> None:
+        """Another process opens the loaded bitstream: pynq builds its IP drivers anew (the DMA
+        channels' constructors start them); the hardware keeps its state."""
+        self._dma = None
 
     @property
     def dma(self) -> SimDMA | None:

@@ -7,12 +7,13 @@ file ``$ZQ_HOST_JOB``::
     {"export": "<dir>", "engine": "rtl" | "hls", "backpressure": 0.0, "seed": 1, "timeout_s": null,
      "sim": {"faults": [...], "interrupts": true, "pynq_dma": false,
              "registers": "vitis" | "none" | {"<reg>": <offset in the .hwh>, ...},
-             "dma_state": "reset" | "error",
-             "alloc": {"base": <address>, "align": 4096, "forget_flush_bytes": <n>}},
+             "dma_state": "reset" | "error", "dma": {"busy_reset_cycles": 600, ...},
+             "omit_ips": ["axi_dma_0"], "kill_on_sigint": false,
+             "alloc": {"base": <address>, "align": 4096, "forget_flush_bytes": <n>, "reuse": true}},
      "driver": {"retries": 2, "recover": true, "fclk_mhz": null, "timing": null, "open_reset": true},
      "continue_on_error": false,
      "steps": [{"op": "classify" | "stream" | "classify_async" | "stream_async", "frames": "<file.npy>"},
-               {"op": "pl_reset"}, ...],
+               {"op": "pl_reset"}, {"op": "reopen"}, ...]  (or [{"op": "doctor"}]),
      "result": "<result.json>", "arrays": "<result.npz>"}
 
 ``engine``: the DUT (the RTL twin, or the Vitis HLS export). ``sim``: the
@@ -28,7 +29,15 @@ places buffers in the simulated DDR, and a buffer size whose ``flush()`` is
 forgotten. ``driver``: the :class:`~zynqflow.host.driver.ZqDriver` options,
 and a PL clock to set (checked against ``timing``, a bitstream's ``.json``, as
 on the board). A ``pl_reset`` step pulls ``ap_rst_n`` low between two calls
-(what reloading the bitstream does to the PL; the DDR keeps its contents).
+(what reloading the bitstream does to the PL; the DDR keeps its contents);
+``reopen`` closes the driver and opens another on the loaded design (a new
+process with ``--no-download``). A DMA fault ``sigint`` raises
+``KeyboardInterrupt`` in the driver (Ctrl-C): the driver is closed, as a
+process's ``with`` does, or, with ``kill_on_sigint``, abandoned (a killed
+process: its buffers freed, the DMA and the engine left as they were) and a
+new one opened. ``doctor`` runs ``zynqflow doctor``'s checks instead of a
+driver. The design's ``.hwh`` is written in the run directory and read back
+as pynq does (:mod:`zynqflow.sim.vitis_hwh`).
 
 The driver (``ZqDriver``, exactly as on the board) runs in a
 ``cocotb.task.bridge`` thread; the shim turns each of its register and DMA
@@ -59,10 +68,11 @@ from zynqflow.host.driver import DEFAULT_RETRIES
 from zynqflow.host.errors import HostError
 from zynqflow.host.manifest import Export
 from zynqflow.sim.sim_shim import SimOverlay, _pynq_channel_class, vitis_hwh_registers
+from zynqflow.sim.vitis_hwh import read_hwh, registers_from_offsets, write_hwh
 from zynqflow.spec import engine as E
 
 CLK_NS = 10
-OPS = ("classify", "stream", "classify_async", "stream_async", "pl_reset")
+OPS = ("classify", "stream", "classify_async", "stream_async", "pl_reset", "reopen", "doctor")
 
 
 def _error(e: BaseException) -> dict:
@@ -82,12 +92,17 @@ async def host_job(dut):
     clock = Clock(dut.ap_clk, CLK_NS, unit="ns", impl=os.environ.get("ZQ_CLOCK_IMPL", "gpi"))
     clock.start()
     regs = sim.get("registers", "vitis")
-    registers = (None if regs in (None, "none") else
-                 vitis_hwh_registers({**E.offsets(engine), **(regs if isinstance(regs, dict) else {})}))
+    # the .hwh of the simulated design (the RTL twin packaged as an IP: the specification's map with
+    # Vitis's names, some offsets changed on request), written and read back as pynq does
+    hwh = result_file.parent / "zq_top.hwh"
+    offs = vitis_hwh_registers({**E.offsets(engine), **(regs if isinstance(regs, dict) else {})})
+    write_hwh(hwh, registers_from_offsets({n: r["address_offset"] for n, r in offs.items()}))
+    registers = None if regs in (None, "none") else read_hwh(hwh)["zq_top_0"]["registers"]
     ol = SimOverlay(dut, period_ns=CLK_NS, backpressure=float(job.get("backpressure") or 0.0),
                     seed=int(job.get("seed", 1)), poll_cycles=int(os.environ.get("ZQ_POLL", job.get("poll_cycles", 256))),
                     faults=sim.get("faults") or (), registers=registers, interrupts=bool(sim.get("interrupts", True)),
-                    clock=clock, pynq_dma=bool(sim.get("pynq_dma", False)), engine=engine, alloc=sim.get("alloc"))
+                    clock=clock, pynq_dma=bool(sim.get("pynq_dma", False)), engine=engine, alloc=sim.get("alloc"),
+                    dma=sim.get("dma"), omit_ips=tuple(sim.get("omit_ips") or ()))
     if ol.use_pynq_dma:
         _pynq_channel_class()        # import pynq before the driver's thread starts
     await ol.reset()
@@ -97,27 +112,50 @@ async def host_job(dut):
     summary: dict = dict(steps=[], error=None)
     arrays: dict = {}
 
+    def open_drv():
+        """The board's open sequence (clock, registers, DMA state) on the shim's objects."""
+        return open_driver(ol, export, allocate=ol.allocate, clocks=ol.clocks,
+                           raw_mmio=ol.raw_mmio if dopt.get("open_reset", True) else None, clock=ol.now,
+                           timing=dopt.get("timing"), fclk_mhz=dopt.get("fclk_mhz"),
+                           source=f"RTL simulation of {export.network} ({job.get('build', 'zq_top')})",
+                           timeout_s=job.get("timeout_s"), min_timeout_s=0.0,
+                           retries=int(dopt.get("retries", DEFAULT_RETRIES)), recover=bool(dopt.get("recover", True)),
+                           outside_clock=ol.sim_wall_seconds, simulated=True)
+
+    def no_result(i: int) -> None:
+        arrays[f"logits{i}"] = np.zeros((0, export.num_classes), np.int64)
+        arrays[f"t_send{i}"] = arrays[f"t_done{i}"] = np.zeros(0)
+
     def run() -> None:
         """The host program: runs in a bridge thread, exactly as on the board."""
-        # the board's open sequence (clock, registers, DMA state) on the shim's objects
-        drv = open_driver(ol, export, allocate=ol.allocate, clocks=ol.clocks,
-                          raw_mmio=ol.raw_mmio if dopt.get("open_reset", True) else None, clock=ol.now,
-                          timing=dopt.get("timing"), fclk_mhz=dopt.get("fclk_mhz"),
-                          source=f"RTL simulation of {export.network} ({job.get('build', 'zq_top')})",
-                          timeout_s=job.get("timeout_s"), min_timeout_s=0.0,
-                          retries=int(dopt.get("retries", DEFAULT_RETRIES)), recover=bool(dopt.get("recover", True)),
-                          outside_clock=ol.sim_wall_seconds, simulated=True)
-        summary.update(fclk_mhz=drv.fclk_hz / 1e6, fclk_set=drv.clock_info)
+        if steps and steps[0]["op"] == "doctor":          # zynqflow doctor instead of a driver
+            from zynqflow.host.doctor import run_checks
+
+            summary["doctor"] = [c.as_dict() for c in run_checks(
+                export, overlay=ol, allocate=ol.allocate, clocks=ol.clocks, raw_mmio=ol.raw_mmio, clock=ol.now,
+                source=f"RTL simulation of {export.network}", hwh=hwh, timeout_s=job.get("timeout_s"),
+                min_timeout_s=0.0, simulated=True, outside_clock=ol.sim_wall_seconds)]
+            return
+        drv = open_drv()
+        summary.update(fclk_mhz=drv.fclk_hz / 1e6, fclk_set=drv.clock_info, open_log=[drv.open_log])
         summary.update(open_reset=drv.open_reset, registers_checked=drv.registers_checked,
                        has_interrupts=drv.has_interrupts, ddr={k: v for k, v in drv.bases.items()})
-        with drv:
+        try:
             for i, step in enumerate(steps):
                 op = step["op"]
                 if op == "pl_reset":                 # ap_rst_n, as reloading the bitstream does
                     resume(ol.reset)()
                     summary["steps"].append(dict(op=op, frames=0, error=None))
-                    arrays[f"logits{i}"] = np.zeros((0, export.num_classes), np.int64)
-                    arrays[f"t_send{i}"] = arrays[f"t_done{i}"] = np.zeros(0)
+                    no_result(i)
+                    continue
+                if op == "reopen":                   # a new process on the loaded bitstream (--no-download)
+                    drv.close()
+                    ol.new_process()
+                    drv = open_drv()
+                    summary["open_log"].append(drv.open_log)
+                    summary["steps"].append(dict(op=op, frames=0, error=None, open_reset=drv.open_reset,
+                                                 ddr=dict(drv.bases)))
+                    no_result(i)
                     continue
                 frames = np.load(step["frames"])
                 t = time.perf_counter()
@@ -126,12 +164,27 @@ async def host_job(dut):
                         st = asyncio.run(getattr(drv, op)(frames))
                     else:
                         st = getattr(drv, op)(frames)
+                except KeyboardInterrupt as e:   # Ctrl-C: the process's `with` closes the driver, and ends
+                    note = None
+                    if sim.get("kill_on_sigint"):
+                        # killed instead (SIGKILL): no close(); the kernel frees its buffers, the DMA and
+                        # the engine stay as they were; the next process opens the loaded bitstream
+                        drv.ddr.free_all()
+                        ol.new_process()
+                        drv = open_drv()
+                        summary["open_log"].append(drv.open_log)
+                    else:
+                        drv.close()
+                        note = drv.close_note
+                    summary["steps"].append(dict(op=op, frames=len(frames), error=dict(
+                        type="KeyboardInterrupt", message=str(e), attrs={}), close_note=note))
+                    no_result(i)
+                    continue
                 except HostError as e:
                     if not job.get("continue_on_error"):
                         raise
                     summary["steps"].append(dict(op=op, frames=len(frames), error=_error(e)))
-                    arrays[f"logits{i}"] = np.zeros((0, export.num_classes), np.int64)
-                    arrays[f"t_send{i}"] = arrays[f"t_done{i}"] = np.zeros(0)
+                    no_result(i)
                     continue
                 wall = time.perf_counter() - t
                 arrays[f"logits{i}"] = st.logits
@@ -148,6 +201,8 @@ async def host_job(dut):
             summary.update(net_id=drv.hw_id, id_probed=drv.id_probed, engine=drv.engine,
                            engine_from=drv.engine_from, weight_loads=drv.weight_loads,
                            bases_rewritten=drv.bases_rewritten)
+        finally:
+            drv.close()
 
     t0 = time.perf_counter()
     try:
@@ -169,11 +224,14 @@ async def host_job(dut):
         for name, irq in (("accel", ol.accel_irq), ("mm2s", dma and dma.mm2s_introut),
                           ("s2mm", dma and dma.s2mm_introut)):
             if irq:
-                irqs[name] = dict(waits=irq.waits, fired=irq.fired)
+                irqs[name] = dict(waits=irq.waits, fired=irq.fired, timeouts=irq.timeouts)
         summary.update(
+            alloc_log=ol.allocate.log,
+            dma_errors_ns=dict(mm2s=m.mm2s.t_error_ns, s2mm=m.s2mm.t_error_ns),
             extra_output_frames=ol.sink.count(), source_idle=bool(ol.source.idle()),
             mm2s_transfers=m.mm2s.transfers, s2mm_transfers=m.s2mm.transfers,
-            dma=dict(channel_class=dma.channel_class if dma else None, resets=m.resets,
+            dma=dict(channel_class=dma.channel_class if dma else None, resets=m.resets, stray_writes=m.stray_writes,
+                     mid_packet=m.mid_packet,
                      mm2s_errors=m.mm2s.errors, s2mm_errors=m.s2mm.errors,
                      ignored_writes=m.mm2s.ignored_writes + m.s2mm.ignored_writes),
             interrupts=irqs, mmio_reads=ol.mmio.reads, mmio_writes=ol.mmio.writes, tampered=ol.tampered,

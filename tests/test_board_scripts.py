@@ -529,11 +529,16 @@ shift
 HOME="$FAKE_HOME" exec bash -c "$*"
 """
 FAKE_SUDO = r"""#!/usr/bin/env bash
-# sudo: records its arguments; -n (no password) fails when FAKE_SUDO_PASSWORD is set; else runs
+# sudo: records its arguments; -n (no password) fails when FAKE_SUDO_PASSWORD is set. The zynqflow
+# runner is run as sudo's env_reset would (only PATH, HOME and XILINX_XRT), from under $ZQ_ROOT
+# (where the test's install_root.sh put it); anything else (sh install_root.sh) runs as it is.
 echo "sudo $*" >> "$FAKE_LOG"
 if [ "$1" = "-n" ] && [ -n "$FAKE_SUDO_PASSWORD" ]; then echo "sudo: a password is required" >&2; exit 1; fi
 while [ "${1#-}" != "$1" ]; do shift; done
-if [ "$1" = ln ]; then echo "ln $*" >> "$FAKE_LOG"; exit 0; fi   # never touch /usr/local/bin here
+case "$1" in
+    /usr/local/lib/zynqflow/*) cmd="$ZQ_ROOT$1"; shift
+        exec env -i PATH="$PATH" HOME=/root ${XILINX_XRT+XILINX_XRT="$XILINX_XRT"} "$cmd" "$@" ;;
+esac
 exec "$@"
 """
 FAKE_ID = r"""#!/usr/bin/env bash
@@ -580,37 +585,38 @@ def test_deploy_ships_the_weight_image(tmp_path, tiny, staged):
     assert "Nothing was copied" in r.stderr and not (tmp_path / "stage2").exists()
 
 
-def test_deploy_links_the_command(tmp_path, tiny, staged):
+def test_deploy_installs_the_command_as_root(tmp_path, tiny, staged):
+    """The copy as BOARD_USER, then one root step over ssh -t (sudo asks the password there, once):
+    the runner, the sudoers drop-in and /usr/local/bin/zynqflow (under the fake root ZQ_ROOT)."""
     bit, env = staged
     dest = tmp_path / "board" / "zynqflow"
-    # no passwordless sudo: ~/.local/bin/zynqflow, and the PATH line is printed
-    r = _deploy(tiny, bit, env, f"DEST={dest}", FAKE_SUDO_PASSWORD="1")
+    root = tmp_path / "root"
+    r = _deploy(tiny, bit, env, f"DEST={dest}", ZQ_ROOT=str(root), PYNQ_PYTHON=sys.executable)
     assert r.returncode == 0, r.stderr
-    link = tmp_path / "home" / ".local" / "bin" / "zynqflow"
-    assert link.is_symlink() and os.readlink(link) == str(dest / "zynqflow")
-    assert f"the link is {link}" in r.stdout and 'export PATH="$HOME/.local/bin:$PATH"' in r.stdout
     assert json.loads((dest / "zynqflow.json").read_text()) == {"export": "zynqnet-tiny"}
     assert (dest / "zynqnet-tiny" / "manifest.json").is_file() and (dest / "lib/zynqflow/host/cli.py").is_file()
-    # passwordless sudo: /usr/local/bin/zynqflow (the fake sudo records the ln instead of running it)
-    r = _deploy(tiny, bit, env, f"DEST={dest}")
-    assert r.returncode == 0, r.stderr
-    assert f"ln -sfn {dest}/zynqflow /usr/local/bin/zynqflow" in (tmp_path / "sudo.log").read_text()
-    assert "/usr/local/bin/zynqflow -> " in r.stdout and "On the board:  zynqflow info" in r.stdout
+    assert f"sudo sh {dest}/install_root.sh" in (tmp_path / "sudo.log").read_text()
+    assert (root / "usr/local/lib/zynqflow/lib/zynqflow/host/cli.py").is_file()
+    assert os.access(root / "usr/local/lib/zynqflow/bin/zynqflow-run", os.X_OK)
+    assert (root / "usr/local/bin/zynqflow").is_file()
+    assert oct((root / "etc/sudoers.d/zynqflow").stat().st_mode)[-3:] == "440"
+    assert "zynqflow doctor" in r.stdout
 
 
 def test_wrapper_sets_xilinx_xrt_through_sudo_and_a_link(tmp_path, tiny, staged):
-    """The wrapper, started through a link on PATH by a non-root user (fake id and sudo):
-    XILINX_XRT=/usr reaches the CLI when unset, a user's value is kept, and the export
-    is found beside the wrapper."""
+    """The installed command, started through a link on PATH by a non-root user (fake id and sudo):
+    sudo -n on the root-owned runner (never a prompt), XILINX_XRT=/usr when unset, a user's value
+    kept (the only variable the drop-in keeps), and the deployed export found."""
     bit, env = staged
-    stage = tmp_path / "stage"
-    r = _deploy(tiny, bit, env, "DRY_RUN=1", f"STAGE_DIR={stage}")
+    dest = tmp_path / "board" / "zynqflow"
+    root = tmp_path / "root"
+    r = _deploy(tiny, bit, env, f"DEST={dest}", ZQ_ROOT=str(root), PYNQ_PYTHON=sys.executable)
     assert r.returncode == 0, r.stderr
     bindir = tmp_path / "pathbin"
     bindir.mkdir()
-    (bindir / "zynqflow").symlink_to(stage / "zynqflow")
+    (bindir / "zynqflow").symlink_to(root / "usr/local/bin/zynqflow")
     base = {k: v for k, v in env.items() if k not in ("XILINX_XRT", "ZYNQFLOW_EXPORT", "PYTHONPATH")}
-    base.update(PATH=f"{bindir}:{env['PATH']}", PYNQ_PYTHON=sys.executable)
+    base.update(PATH=f"{bindir}:{env['PATH']}", ZQ_ROOT=str(root))
     work = tmp_path / "work"
     work.mkdir()
     for given, want in ((None, "/usr"), ("/opt/xilinx/xrt", "/opt/xilinx/xrt")):
@@ -620,6 +626,10 @@ def test_wrapper_sets_xilinx_xrt_through_sudo_and_a_link(tmp_path, tiny, staged)
         assert w.returncode == 0, w.stderr
         info = json.loads(w.stdout)
         assert info["xilinx_xrt"] == want
-        assert info["export"] == str((stage / "zynqnet-tiny").resolve())
+        assert info["export"] == str((dest / "zynqnet-tiny").resolve())
         sudo = (tmp_path / "sudo.log").read_text().splitlines()[-1]
-        assert sudo.startswith("sudo -E env ") and f"XILINX_XRT={want}" in sudo
+        assert sudo == "sudo -n /usr/local/lib/zynqflow/bin/zynqflow-run info --json"
+    # no rule (a password would be needed): an error, not a prompt
+    w = subprocess.run(["zynqflow", "info"], capture_output=True, text=True, env=dict(base, FAKE_SUDO_PASSWORD="1"),
+                       cwd=work, timeout=60, stdin=subprocess.DEVNULL)
+    assert w.returncode != 0 and "password is required" in w.stderr

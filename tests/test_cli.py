@@ -144,6 +144,18 @@ def test_default_export_installed_by_deploy(tiny, tmp_path):
 
 
 # ---- --no-download and the XILINX_XRT hint (the pynq backend's board call, recorded) ----------
+@pytest.fixture
+def with_bit(tiny, tmp_path) -> Path:
+    """The export with a bitstream and its .hwh beside the manifest (the CLI checks them before the PL)."""
+    import shutil
+
+    d = tmp_path / "with_bit"
+    shutil.copytree(tiny, d)
+    (d / "zynqnet-tiny_pynq-z2.bit").write_bytes(b"\0")
+    (d / "zynqnet-tiny_pynq-z2.hwh").write_text("<hwh/>")
+    return d
+
+
 def _fake_board(monkeypatch, error: str):
     import zynqflow.host.board as board
 
@@ -156,7 +168,8 @@ def _fake_board(monkeypatch, error: str):
     return calls
 
 
-def test_no_download_fclk_retries_reach_the_pynq_backend(tiny, monkeypatch, capsys):
+def test_no_download_fclk_retries_reach_the_pynq_backend(with_bit, monkeypatch, capsys):
+    tiny = with_bit
     calls = _fake_board(monkeypatch, "stop here")
     args = ["info", "--export", str(tiny)]
     assert cli.main(["benchmark", "--backend", "pynq", "--export", str(tiny), "--no-download"]) == 2
@@ -169,7 +182,7 @@ def test_no_download_fclk_retries_reach_the_pynq_backend(tiny, monkeypatch, caps
     assert cli.main(args) == 0
 
 
-def test_fclk_retries_reach_the_rtl_backend(tiny, monkeypatch):
+def test_fclk_retries_reach_the_rtl_backend(tiny, monkeypatch, tmp_path):
     """--fclk-mhz and --retries become the rtl backend's driver options (the same driver as the board's)."""
     import zynqflow.host.accelerator as A
 
@@ -179,7 +192,8 @@ def test_fclk_retries_reach_the_rtl_backend(tiny, monkeypatch):
         made.append((name, opts))
         raise BackendError("stop here")
     monkeypatch.setattr(A, "make_backend", make_backend)
-    assert cli.main(["stream", str(tiny), "--backend", "rtl", "--export", str(tiny), "--fclk-mhz", "62.5",
+    Image.fromarray(np.zeros((16, 16), np.uint8)).save(tmp_path / "z.png")
+    assert cli.main(["stream", str(tmp_path), "--backend", "rtl", "--export", str(tiny), "--fclk-mhz", "62.5",
                      "--retries", "5"]) == 2
     assert made == [("rtl", dict(timeout_s=None, backpressure=0.0, fclk_mhz=62.5, retries=5))]
 
@@ -198,7 +212,8 @@ def test_figure_lines_say_measured_or_modelled():
     assert figure_lines(dict(backend="golden")) == []
 
 
-def test_no_devices_found_names_xilinx_xrt(tiny, tmp_path, monkeypatch, capsys):
+def test_no_devices_found_names_xilinx_xrt(with_bit, tmp_path, monkeypatch, capsys):
+    tiny = with_bit
     _fake_board(monkeypatch, "pynq.Overlay(/home/xilinx/x.bit) failed: RuntimeError: No Devices Found")
     monkeypatch.delenv("XILINX_XRT", raising=False)
     Image.fromarray(np.zeros((16, 16), np.uint8)).save(tmp_path / "z.png")
