@@ -106,7 +106,7 @@ def hls_rams(plan) -> list[Ram]:
     bpw = e.n_pe * e.n_ci // 8
     units = -(-st["in_words"] // e.wpg)
     out = [
-        Ram("activation RAM act (hls/zq_core.h, WPG banks)", plan.act_rows, e.n_ci * 8, e.wpg),
+        Ram("activation RAM act_ram (hls/zq_core.h, WPG banks)", plan.act_rows, e.n_ci * 8, e.wpg),
         Ram("weight RAM wbuf (hls/zq_core.h, BPW banks of 64-bit beats)", plan.wbuf_depth, 64, bpw),
         Ram("stem raw rows raw (hls/zq_stem.h, RAW_RR banks)", st["in_size"], st["in_ch"] * 8, st["raw_rows"]),
         Ram("GAP sums gap (hls/zq_core.h, N_PE banks)", plan.gap["rows"], 32, e.n_pe),

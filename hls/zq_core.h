@@ -91,9 +91,9 @@ inline void core(int li, bool load, zq::stream<wbeat_t, W_FIFO>& wq, zq::stream<
                  zq::stream<unit_t, FILL_FIFO>& fq, zq::stream<unit_t, OUT_FIFO>& oq,
                  zq::stream<logit_t, LOGIT_FIFO>& lq) {
     // on-chip memories, kept across layers (and across frames: the weight cache)
-    static act_word_t act[WPG][ACT_ROWS];
-#pragma HLS ARRAY_PARTITION variable=act complete dim=1
-#pragma HLS BIND_STORAGE variable=act type=ram_s2p impl=bram latency=2
+    static act_word_t act_ram[WPG][ACT_ROWS];
+#pragma HLS ARRAY_PARTITION variable=act_ram complete dim=1
+#pragma HLS BIND_STORAGE variable=act_ram type=ram_s2p impl=bram latency=2
     static wbeat_t wbuf[WBUF][BPW];
 #pragma HLS ARRAY_PARTITION variable=wbuf complete dim=2
 #pragma HLS BIND_STORAGE variable=wbuf type=ram_s2p impl=bram latency=2
@@ -165,7 +165,7 @@ CORE:
     for (;;) {
 #pragma HLS PIPELINE II=1
 #pragma HLS LOOP_TRIPCOUNT min=1 max=MAX_LAYER_STEPS
-#pragma HLS DEPENDENCE variable=act inter false
+#pragma HLS DEPENDENCE variable=act_ram inter false
 #pragma HLS DEPENDENCE variable=wbuf inter false
         ZQ_COUNT(C_CORE, li);
         bool progress = false;
@@ -230,7 +230,7 @@ CORE:
             const int ix = (ox << L.r.s2) + kx - L.pad;
             const bool inb = iy >= 0 && iy < L.in_h && ix >= 0 && ix < isz;
             const int row = L.r.src_base + ((c >> LG_WPG) << lg_cstride) + ((iy & rmask) << lg_in) + (ix & (isz - 1));
-            const act_word_t xw = act[c & (WPG - 1)][inb ? row : 0];
+            const act_word_t xw = act_ram[c & (WPG - 1)][inb ? row : 0];
             mac_step(xw, inb, sgn, wbuf[wsl], first, bias, acc);
 
             if (last) {
@@ -269,7 +269,7 @@ CORE:
             if (res_act) {  // the result's rows before the counters move on (pix_dst of this pixel)
                 for (int b = 0; b < WPG; b++) {
 #pragma HLS UNROLL
-                    if (dst_en[b]) act[b][dst_row[b] + pix_dst] = res_word[b];
+                    if (dst_en[b]) act_ram[b][dst_row[b] + pix_dst] = res_word[b];
                 }
             }
 
@@ -339,7 +339,7 @@ CORE:
                     const int frow = L.r.src_base + (f_u << lg_cstride) + ((f_y & rmask) << lg_in) + f_x;
                     for (int b = 0; b < WPG; b++) {
 #pragma HLS UNROLL
-                        if (!from_stem || f_u * WPG + b < P::IN_WORDS) act[b][frow] = unit_word(u, b);
+                        if (!from_stem || f_u * WPG + b < P::IN_WORDS) act_ram[b][frow] = unit_word(u, b);
                     }
                     if (f_x == isz - 1) {
                         f_x = 0;

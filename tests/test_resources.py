@@ -67,7 +67,7 @@ def test_hls_variant():
     rtl, hls = estimate(plan), estimate(plan, "hls")
     names = {r["name"].split(" (")[0]: r for r in hls["rams"]}
     assert names["weight RAM wbuf"]["copies"] == 16 * 16 // 8 and names["weight RAM wbuf"]["width"] == 64
-    assert names["activation RAM act"]["copies"] == plan.engine.wpg
+    assert names["activation RAM act_ram"]["copies"] == plan.engine.wpg
     assert sum(1 for n in names if n.startswith("m_axi")) == 3
     assert hls["dsp"] == rtl["dsp"] == 128
     assert rtl["bram36"] + 8 <= hls["bram36"] <= 140 and hls["lut"] > rtl["lut"] and hls["ff"] > rtl["ff"]
