@@ -5,6 +5,7 @@
 // several networks may be loaded in one process).
 #include "zq_csim.h"
 
+#include <pthread.h>
 #include <sched.h>
 #include <sys/mman.h>
 #include <ucontext.h>
@@ -320,9 +321,15 @@ class Pool {
     int idle_ = 0;
 };
 
+Pool* g_pool = nullptr;  // never destroyed: detached workers may outlive static destruction
+
+void pool_after_fork() { g_pool = nullptr; }  // a forked child has none of the parent's workers
+
 Pool& pool() {
-    static Pool* p = new Pool();  // never destroyed: detached workers may outlive static destruction
-    return *p;
+    static bool once = (pthread_atfork(nullptr, nullptr, pool_after_fork), true);
+    (void)once;
+    if (!g_pool) g_pool = new Pool();
+    return *g_pool;
 }
 
 void finish_threads(Proc* p) {
