@@ -50,7 +50,8 @@ help:
 	@echo "                     DATA=<folder>: your images (train/<class>/ + test/<class>/, or <class>/ with"
 	@echo "                     TRAIN_ARGS=--split 0.1), decoded once into build/data/ (docs/datasets-and-import.md)"
 	@echo "make import ONNX=model.onnx [NET=name]  a Brevitas QONNX export -> build/<name>/imported/<name>.json, checkpoint.pt"
-	@echo "make report NET=..   per-layer characterization -> build/<net>/report.json, roofline.png"
+	@echo "make report NET=..   per-layer characterization -> build/<net>/report.json, roofline.png; what bounds"
+	@echo "                     each layer on the engine under each memory preset -> build/<net>/bounds.json"
 	@echo "make export CKPT=..  integers, HLS header, RTL parameters, weight image, manifest -> build/<net>/export/"
 	@echo "                     (no checkpoint for NET: seeded random weights, SEED=0; said so)"
 	@echo "make csim            HLS C simulation with g++ -> build/<net>/<dataset>/csim.json"
@@ -58,8 +59,9 @@ help:
 	@echo "make hls             Vitis HLS csim/csynth/cosim/export (needs vitis_hls or vitis-run)"
 	@echo "make rtl-sim         cocotb + Verilator on the RTL twin, then per-layer cycles vs the model"
 	@echo "                     -> build/<net>/rtl_perf.json"
-	@echo "make rtl-bench [FRAMES=N BACKPRESSURE=1]  the test set through the RTL twin (free-running Verilator,"
-	@echo "                     one simulator per core), bit-exact vs golden -> build/<net>/rtl_bench.json"
+	@echo "make rtl-bench [FRAMES=N BACKPRESSURE=1 MEMORY=ideal|pynq-z2|stress SEEDS=N]  the test set through the"
+	@echo "                     RTL twin (free-running Verilator, one simulator per core) behind a DDR model,"
+	@echo "                     bit-exact vs golden -> build/<net>/rtl_bench.json"
 	@echo "make synth-estimate  Yosys synth_xilinx estimate -> build/<net>/resources.json"
 	@echo "make bitstream [ENGINE=rtl|hls]  Vivado PYNQ-Z2 block design with the RTL twin (default) or the"
 	@echo "                     HLS engine -> bitstreams/<net>_pynq-z2.bit/.hwh"
@@ -98,6 +100,7 @@ data-tag:
 
 report: $(STAMP)
 	$(PY) -m zynqflow.model.report --net $(NET) --out build/$(NET)
+	$(PY) -m zynqflow.export.bounds --net $(NET) --out build/$(NET)/bounds.json
 
 # no checkpoint for NET (e.g. the full zynqnet on a fresh clone): seeded random weights, said so
 SEED    ?= 0
@@ -135,18 +138,23 @@ RTL ?= rtl
 RTL_FRAMES ?= 8
 rtl-sim: export
 	RTL=$(RTL) $(PY) -m pytest -q tests/test_rtl_zq_top.py
-	$(PY) -m zynqflow.bench.rtl_perf $(EXPORT) --frames $(RTL_FRAMES) $(if $(filter hls,$(RTL)),--rtl hls,)
+	$(PY) -m zynqflow.bench.rtl_perf $(EXPORT) --frames $(RTL_FRAMES) --memory $(MEMORY) $(if $(filter hls,$(RTL)),--rtl hls,)
 
 # The RTL twin at full speed: a free-running Verilator harness (sim/harness/, zynqflow.sim.rtl_fast),
 # one simulator per core, every frame checked against the golden model. FRAMES given on the command
 # line limits the images (default: the whole test set); BACKPRESSURE=1 adds random stalls on both
 # streams (probability 0.3 per cycle; or BACKPRESSURE=<p>) -> build/<net>/rtl_bench_backpressure.json.
+# MEMORY=pynq-z2 (default)|ideal|stress: the DDR behind the engine's AXI4 masters (spec.engine.MEMORY_PRESETS,
+# recorded as memory_preset); SEEDS=N runs the frames under N seeds of the memory's random gaps and stalls
+# (one simulator per seed, over the cores) and counts hangs and mismatches.
 BACKPRESSURE ?= 0
+MEMORY  ?= pynq-z2
+SEEDS   ?=
 RTL_BENCH_FRAMES := $(if $(filter command line,$(origin FRAMES)),$(FRAMES),0)
 RTL_BENCH_BP := $(if $(filter 1,$(BACKPRESSURE)),0.3,$(BACKPRESSURE))
 rtl-bench: export
 	$(PY) -m zynqflow.bench.rtl_bench --export $(EXPORT) --frames $(RTL_BENCH_FRAMES) --data $(DATA) $(DATA_ARG) \
-	    --backpressure $(RTL_BENCH_BP)
+	    --backpressure $(RTL_BENCH_BP) --memory $(MEMORY) $(if $(SEEDS),--seeds $(SEEDS),)
 
 synth-estimate: export
 	$(PY) -m zynqflow.bench.synth_estimate $(EXPORT)

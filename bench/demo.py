@@ -172,7 +172,7 @@ def full_zynqnet() -> bool:
         r = measure(ex, frames=1, workers=1, out=bench)
         src = f"measured now -> {bench}"
     print(f"RTL simulation: {r['cycles_per_frame']['median']:.0f} cycles/frame, {r['fps_at_100mhz']:.1f} fps at "
-          f"100 MHz (RTL simulation), MAC utilization {r['utilization']:.3f}, "
+          f"100 MHz (RTL simulation, memory {r.get('memory_preset', 'ideal')}), MAC utilization {r['utilization']:.3f}, "
           f"{r['dram_bytes_per_frame'] / 1e6:.2f} MB DRAM traffic/frame, {r['mismatches_vs_golden']} mismatches "
           f"vs golden; {src}")
     print("  (SqueezeJet-2, the best published 8-bit ZynqNet on an xc7z020: 11.69 fps; the original ZynqNet, "

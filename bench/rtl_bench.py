@@ -1,16 +1,24 @@
 """``make rtl-bench``: the test set through the RTL twin, free-running, sharded over the cores.
 
     python -m zynqflow.bench.rtl_bench --export build/zynqnet-mini/export [--frames N] [--backpressure P]
+        [--memory pynq-z2|ideal|stress] [--seeds N]
 
 Builds (cached) the fast Verilator model of ``rtl/`` for the export
-(:mod:`zynqflow.sim.rtl_fast`, with the AXI4 memory model of the engine
-specification behind m_axi_wts / m_axi_act), runs the dataset's test images
+(:mod:`zynqflow.sim.rtl_fast`, with a memory preset of the engine specification,
+``pynq-z2`` by default, behind m_axi_wts / m_axi_act), runs the dataset's test images
 (seeded random frames for an export of random weights) through one
 simulator per core and checks every frame against the golden model
 (``zynqflow.spec.golden``), then writes ``build/<net>/rtl_bench.json``
 (``rtl_bench_backpressure.json`` with ``--backpressure``):
 
-``frames``, ``mismatches_vs_golden``   frames run; frames whose logits differ (must be 0)
+``memory_preset``, ``memory_model``    the DDR model's name (``custom`` if changed) and its fields
+``frames``, ``mismatches_vs_golden``   frames run; frames whose logits differ (must be 0; with seeds, over all)
+``seeds``, ``hangs``                   with ``--seeds`` or a random preset: the memory seeds run, and how many
+                                       ended in a time-out (``hang_details``: seed, layer, cycle, message);
+                                       ``protocol_failures`` (AXI rules broken); ``fps_at_100mhz_per_seed``
+``memory_stats``                       the memories' counters: beats waiting for a token bucket, refresh and
+                                       random-stall cycles, the shared budget's empty cycles, stream bytes
+``macs_per_frame``, ``mac_units``      the network's MACs; N_PE * N_CI
 ``first_mismatch``                     frame, logit, RTL and golden values of the first difference
 ``top1``, ``golden_top1``              accuracy of the RTL's and of the golden model's logits
 ``sim_cycles_per_second``              ``per_core`` (simulated cycles / seconds in each C++ loop)
@@ -33,7 +41,7 @@ simulator per core and checks every frame against the golden model
 ``machine``                            zynqflow.bench.bench.machine() before the run, and the load after
 
 Exit status 0 when every frame matches; 1 on a mismatch (the first differing frame and logit are
-printed); 2 when it cannot run.
+printed), a hang or an AXI protocol error; 2 when it cannot run.
 """
 
 from __future__ import annotations
@@ -45,13 +53,15 @@ import os
 import sys
 import threading
 import time
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
 
 from zynqflow.bench.rtl_perf import network_macs
-from zynqflow.sim.rtl_fast import (CLOCK_HZ, FastBuild, LogitMismatch, RtlFastError, SimSpec, compare_logits,
-                                   cycle_budget, golden, run_sharded)
+from zynqflow.sim.rtl_fast import (CLOCK_HZ, MAXI_PORTS, FastBuild, LogitMismatch, RtlFastError, SimSpec,
+                                   compare_logits, cycle_budget, golden, memory_model, memory_name, run_seeds,
+                                   run_sharded)
 from zynqflow.spec.cycles import RTL_TIMING
 from zynqflow.spec.paths import REPO
 
@@ -79,16 +89,16 @@ def dataset_frames(export_dir: Path, frames: int, data: str | None, data_dir: st
     return test.subset(n).hwc(), test.labels[:n], ds.name
 
 
-def memory_figures(res, man: dict, export_dir: Path) -> dict:
+def memory_figures(res, man: dict, export_dir: Path, memory=None) -> dict:
     """DRAM traffic and stalls (the RTL's own counters, median over the frames), the cycle model's
-    prediction for the frame and per layer against the measured layer_cycles, and the model's
-    projection to 150 MHz (DDR latencies scaled with the clock)."""
+    prediction under the same memory for the frame and per layer against the measured layer_cycles,
+    and the model's projection to 150 MHz (the DDR's nanoseconds and bytes per second kept)."""
     from dataclasses import asdict
 
     from zynqflow.export.exporter import load_plan
-    from zynqflow.spec import engine as E
-    from zynqflow.spec.cycles import predict
+    from zynqflow.spec.cycles import predict, scale_memory
 
+    mem = memory_model(memory)
     rd = np.median(res.regs["dram_rd_bytes"]) if "dram_rd_bytes" in res.regs else None
     wr = np.median(res.regs["dram_wr_bytes"]) if "dram_wr_bytes" in res.regs else None
     st = np.median(res.regs["dram_stall_cycles"]) if "dram_stall_cycles" in res.regs else None
@@ -97,7 +107,7 @@ def memory_figures(res, man: dict, export_dir: Path) -> dict:
                dram_wr_bytes_per_frame=None if wr is None else int(wr),
                dram_bytes_per_frame=None if rd is None else int(rd + wr),
                dram_stall_cycles=None if st is None else int(st),
-               memory_model=asdict(E.MEMORY_MODEL))
+               memory_model=asdict(mem))
     if rd is not None and cyc:
         out["dram_mb_per_s_at_100mhz"] = round((rd + wr) * CLOCK_HZ / cyc / 1e6, 1)
     try:
@@ -105,10 +115,10 @@ def memory_figures(res, man: dict, export_dir: Path) -> dict:
     except Exception as e:  # noqa: BLE001 - an old export: no model figures
         out["cycles_model"] = dict(error=str(e))
         return out
-    p = predict(plan)
+    p = predict(plan, memory=mem)
     out["cycles_model"] = dict(cycles=p["frame"]["cycles"], fps_at_100mhz=p["frame"]["fps_at_100mhz"],
                                error_pct=round(100 * (p["frame"]["cycles"] - cyc) / cyc, 3) if cyc else None,
-                               label=p["label"])
+                               label=p["label"], memory=memory_name(memory))
     if res.layers:
         rows = []
         for m, q in zip(res.layers, p["layers"]):
@@ -118,28 +128,60 @@ def memory_figures(res, man: dict, export_dir: Path) -> dict:
                              bound_model=q["bound"], mac_cycles=q["mac_cycles"]))
         out["layers"] = rows
         out["cycles_model"]["worst_layer_error_pct"] = max(abs(r["error_pct"] or 0) for r in rows)
-    m150 = E.MemoryModel(read_latency=-(-E.MEMORY_MODEL.read_latency * 3 // 2),
-                         write_latency=-(-E.MEMORY_MODEL.write_latency * 3 // 2))
-    p150 = predict(plan, memory=m150, clock_mhz=150.0)
+    p150 = predict(plan, memory=scale_memory(mem, 150.0), clock_mhz=150.0)
     out["projection_150mhz"] = dict(fps=round(p150["frame"]["fps"], 2), cycles=p150["frame"]["cycles"],
-                                    label="cycle model at 150 MHz (DDR latencies scaled to the same ns), "
-                                          "not simulated; timing closure at 150 MHz not shown")
+                                    label="cycle model at 150 MHz (the DDR's latencies in ns and bytes per second "
+                                          "kept), not simulated; timing closure at 150 MHz not shown")
     return out
 
 
-def _progress(t0: float):
+def is_random(memory) -> bool:
+    """The memory model has random gaps or stalls (its seed matters)."""
+    m = memory_model(memory)
+    return any(g > 0 for g in (m.gap_ar, m.gap_r, m.gap_aw, m.gap_w, m.gap_b, m.stall_prob))
+
+
+class _Seeds:
+    """The good seeds' frames as one result (what memory_figures and the figures below read)."""
+
+    def __init__(self, runs):
+        good = [r for r in runs if r.batch is not None]
+        cat = lambda xs: np.concatenate(xs) if xs else np.zeros(0)  # noqa: E731
+        names = good[0].batch.regs.keys() if good else ()
+        self.regs = {k: cat([r.batch.regs[k] for r in good]) for k in names}
+        self.logits = cat([r.batch.logits for r in good]) if good else None
+        self.cycles_last = self.regs.get("cycles_last", np.zeros(0))
+        self.cycles_measured = cat([r.batch.cycles_measured for r in good])
+        self.periods = cat([np.diff(r.batch.out_last) for r in good])
+        self.layers = good[0].layers if good else None
+        self.sim_cycles = int(sum(r.batch.cycles for r in good))
+        self.seconds = sum(r.batch.wall_s for r in good)
+        self.workers = {}
+
+    def check(self) -> None:
+        bad = np.flatnonzero(self.cycles_last.astype(np.int64) != self.cycles_measured)
+        if len(bad):
+            raise RtlFastError(f"{len(bad)} frames whose cycles_last register differs from the harness's count")
+
+
+def _progress(t0: float, what: str = "frames"):
     last = [0.0]
 
     def show(done: int, n: int) -> None:
         if done == n or time.time() - last[0] > 10:
             last[0] = time.time()
-            print(f"rtl_bench: {done}/{n} frames ({time.time() - t0:.0f} s)", file=sys.stderr, flush=True)
+            print(f"rtl_bench: {done}/{n} {what} ({time.time() - t0:.0f} s)", file=sys.stderr, flush=True)
     return show
 
 
 def measure(export_dir: Path, frames: int = 0, data: str | None = None, data_dir: str | None = None,
             backpressure: float = 0.0, workers: int | None = None, seed: int = 1, out: Path | None = None,
-            expected: Path | None = None) -> dict:
+            expected: Path | None = None, memory="pynq-z2", seeds: int | None = None) -> dict:
+    """The frames through the RTL behind ``memory`` (a preset name or a MemoryModel). Without ``seeds``
+    and with a memory without random gaps or stalls, the frames are sharded over the simulators;
+    otherwise every seed 1..``seeds`` (default 1) of the memory runs all the frames on its own
+    simulator, and a hang (a time-out, naming the layer and the cycle) counts instead of ending
+    the run."""
     from zynqflow.bench.bench import machine
 
     t_start = time.perf_counter()
@@ -147,14 +189,18 @@ def measure(export_dir: Path, frames: int = 0, data: str | None = None, data_dir
     export_dir = Path(export_dir).resolve()
     man = json.loads((export_dir / "manifest.json").read_text())
     net = man["network"]
+    mem = memory_model(memory)
     x, labels, dname = dataset_frames(export_dir, frames, data, data_dir, seed)
     t0 = time.perf_counter()
     build = FastBuild(export_dir)
     lib = build.build()
     build_s = time.perf_counter() - t0
-    spec = SimSpec.for_export(lib, export_dir)
+    spec = SimSpec.for_export(lib, export_dir, memory=mem)
     workers = workers or os.cpu_count() or 1
-    print(f"rtl_bench: {len(x)} frames ({dname}) through the RTL of {net} on {workers} simulator(s)"
+    by_seed = seeds is not None or is_random(mem)
+    seed_list = list(range(1, (seeds or 1) + 1)) if by_seed else []
+    print(f"rtl_bench: {len(x)} frames ({dname}) through the RTL of {net} on {workers} simulator(s), memory "
+          f"{memory_name(memory)}{f', {len(seed_list)} seed(s)' if by_seed else ''}"
           f"{f', backpressure {backpressure}' if backpressure else ''} ...", file=sys.stderr, flush=True)
     # the golden model runs in this process while the simulators run in theirs (numpy releases the GIL)
     gold_box: dict = {}
@@ -169,57 +215,112 @@ def measure(export_dir: Path, frames: int = 0, data: str | None = None, data_dir
 
     th = threading.Thread(target=_golden, name="golden", daemon=True)
     th.start()
-    res = run_sharded(spec, x, workers=workers, backpressure=backpressure, seed=seed,
-                      frame_budget=cycle_budget(export_dir, backpressure), progress=_progress(time.time()))
+    budget = cycle_budget(export_dir, backpressure, mem)
+    runs = None
+    if by_seed:
+        runs = run_seeds(spec, x, seed_list, workers=workers, backpressure=backpressure, frame_budget=budget,
+                         progress=_progress(time.time(), "seeds"))
+        res = _Seeds(runs)
+    else:
+        res = run_sharded(spec, x, workers=workers, backpressure=backpressure, seed=seed, frame_budget=budget,
+                          progress=_progress(time.time()))
     th.join()
     if "error" in gold_box:
         raise gold_box["error"]
     res.check()
     gold, golden_s = gold_box["logits"], gold_box["seconds"]
-    bad = (res.logits != gold).any(axis=1)
     first = None
-    try:
-        compare_logits(res.logits, gold)
-    except LogitMismatch as e:
-        first = dict(frame=e.frame, logit=e.index, rtl=e.got, golden=e.expected, message=str(e))
+    if by_seed:
+        bad = np.zeros(0, bool)
+        for r in runs:
+            if r.batch is None:
+                continue
+            b = (r.batch.logits != gold).any(axis=1)
+            bad = np.concatenate([bad, b])
+            if first is None and b.any():
+                try:
+                    compare_logits(r.batch.logits, gold)
+                except LogitMismatch as e:
+                    first = dict(seed=r.seed, frame=e.frame, logit=e.index, rtl=e.got, golden=e.expected,
+                                 message=f"memory seed {r.seed}: {e}")
+    else:
+        bad = (res.logits != gold).any(axis=1)
+        try:
+            compare_logits(res.logits, gold)
+        except LogitMismatch as e:
+            first = dict(frame=e.frame, logit=e.index, rtl=e.got, golden=e.expected, message=str(e))
     cyc = res.cycles_last.astype(np.int64)
+    n_good = len(cyc)
     # back to back, consecutive frames' last logits are cycles_last + the restart apart; with one
     # frame per simulator there is no second frame to measure it on: the RTL's restart is added
-    period = float(np.median(res.periods)) if len(res.periods) else float(cyc.max(initial=0) + RTL_TIMING.restart)
+    # (to the slowest frame of one simulator, to the median over the seeds)
+    period = (float(np.median(res.periods)) if len(res.periods)
+              else float((np.median(cyc) if by_seed else cyc.max(initial=0)) + RTL_TIMING.restart) if n_good
+              else None)
     e = man["engine"]
     units = e["n_pe"] * e["n_ci"]
-    per_core = sorted(res.sim_cycles_per_second_per_core.values(), reverse=True)
+    macs = network_macs(man)
+    if by_seed:
+        per_core = sorted((r.batch.cycles / r.batch.wall_s for r in runs if r.batch is not None and r.batch.wall_s),
+                          reverse=True)
+        sim_cycles = res.sim_cycles
+        wall_sim = sum(r.wall_s for r in runs) / max(1, min(workers, len(runs)))
+        n_workers = min(workers, len(runs))
+    else:
+        per_core = sorted(res.sim_cycles_per_second_per_core.values(), reverse=True)
+        sim_cycles, wall_sim, n_workers = res.sim_cycles, res.wall_s, len(res.workers)
     r = dict(
         network=net, export=str(export_dir), rtl="rtl", simulator="free-running Verilator harness (zynqflow.sim.rtl_fast)",
-        data=dname, frames=len(x), mismatches_vs_golden=int(bad.sum()), first_mismatch=first,
-        top1=float((res.logits.argmax(1) == labels).mean()) if len(x) and labels is not None else None,
+        memory_preset=memory_name(memory), data=dname, frames=len(x), mismatches_vs_golden=int(bad.sum()),
+        first_mismatch=first,
+        top1=float((res.logits.argmax(1) == labels).mean()) if n_good and labels is not None and not by_seed
+        else None,
         golden_top1=float((gold.argmax(1) == labels).mean()) if len(x) and labels is not None else None,
-        sim_cycles_per_second=dict(per_core=per_core, total=res.sim_cycles_per_second,
+        sim_cycles_per_second=dict(per_core=per_core, total=sim_cycles / wall_sim if wall_sim else 0.0,
                                    note="per core: simulated cycles / seconds inside that simulator's C++ loop; "
                                         "total: all simulated cycles / wall time of the parallel run"),
-        sim_cycles=res.sim_cycles, workers=len(res.workers),
-        wall_seconds=None, wall_seconds_simulation=res.wall_s, build_seconds=round(build_s, 2),
+        sim_cycles=sim_cycles, workers=n_workers,
+        wall_seconds=None, wall_seconds_simulation=wall_sim, build_seconds=round(build_s, 2),
         golden_seconds=round(golden_s, 2),
-        cycles_per_frame=dict(median=float(np.median(cyc)), min=int(cyc.min()), max=int(cyc.max())) if len(x)
+        cycles_per_frame=dict(median=float(np.median(cyc)), min=int(cyc.min()), max=int(cyc.max())) if n_good
         else None,
-        frame_period_cycles=period, fps_at_100mhz=CLOCK_HZ / period, fps_at_100mhz_label=LABEL,
-        latency_us_at_100mhz=float(np.median(cyc)) / (CLOCK_HZ / 1e6) if len(x) else None,
-        utilization=network_macs(man) / (units * float(np.median(cyc))) if len(x) else None,
+        frame_period_cycles=period, fps_at_100mhz=CLOCK_HZ / period if period else None, fps_at_100mhz_label=LABEL,
+        latency_us_at_100mhz=float(np.median(cyc)) / (CLOCK_HZ / 1e6) if n_good else None,
+        macs_per_frame=macs, mac_units=units,
+        utilization=macs / (units * float(np.median(cyc))) if n_good else None,
         backpressure=backpressure, seed=seed,
     )
-    r.update(memory_figures(res, man, export_dir))
+    if by_seed:
+        hung = [x_ for x_ in runs if x_.hang]
+        broken = [x_ for x_ in runs if x_.error]
+        fps = [CLOCK_HZ / (float(np.median(np.diff(x_.batch.out_last))) if len(x_.batch) > 1
+                           else float(x_.batch.cycles_last[-1]) + RTL_TIMING.restart)
+               for x_ in runs if x_.batch is not None and len(x_.batch)]
+        r.update(seeds=seed_list, hangs=len(hung), protocol_failures=len(broken),
+                 hang_details=[dict(seed=x_.seed, layer=x_.hang_layer, cycle=x_.hang_cycle, message=x_.hang)
+                               for x_ in hung],
+                 protocol_failure_details=[dict(seed=x_.seed, message=x_.error) for x_ in broken],
+                 fps_at_100mhz_per_seed=dict(median=float(np.median(fps)) if fps else None,
+                                             min=min(fps, default=None), max=max(fps, default=None)),
+                 memory_stats=_memory_stats([x_.mem for x_ in runs if x_.mem]))
+    else:
+        r.update(hangs=0, memory_stats=_memory_stats([w["mem"] for w in res.workers.values() if "mem" in w]))
+    if n_good:
+        r.update(memory_figures(res, man, export_dir, mem))
+    else:
+        r.update(memory_model=asdict(mem))
     frames_sha = hashlib.sha1(x.tobytes()).hexdigest()
     out = Path(out) if out else REPO / "build" / net / ("rtl_bench_backpressure.json" if backpressure
                                                         else "rtl_bench.json")
     out.parent.mkdir(parents=True, exist_ok=True)
     saved = out.parent / "rtl_bench_logits.npz"
-    if not backpressure:
+    if not by_seed and not backpressure:
         np.savez(saved, logits=res.logits, frames_sha1=frames_sha)
-    elif saved.is_file():
+    elif backpressure and not by_seed and saved.is_file():
         z = np.load(saved)
         r["logits_identical_to_run_without_backpressure"] = (
             bool(np.array_equal(z["logits"], res.logits)) if str(z["frames_sha1"]) == frames_sha else None)
-    if expected is not None:
+    if expected is not None and not by_seed:
         want = np.load(expected)
         try:
             compare_logits(res.logits, want, f"the expected logits ({expected})")
@@ -235,6 +336,23 @@ def measure(export_dir: Path, frames: int = 0, data: str | None = None, data_dir
     return r
 
 
+def _memory_stats(mems: list[dict]) -> dict:
+    """The memories' counters added over the simulators and both ports: cycles an R beat or a W
+    beat waited for a token bucket, refresh cycles, random-stall cycles, late beats after a reset,
+    the shared budget's empty cycles and the stream bytes charged to it."""
+    keys = ("r_budget_cycles", "w_budget_cycles", "refresh_cycles", "stall_cycles", "late_read_beats",
+            "protocol_errors")
+    out = {k: 0 for k in keys}
+    out.update(shared_empty_cycles=0, stream_bytes=0)
+    for m in mems:
+        for p in MAXI_PORTS:
+            for k in keys:
+                out[k] += int(m.get(p, {}).get(k, 0))
+        out["shared_empty_cycles"] += int(m.get("shared", {}).get("empty_cycles", 0))
+        out["stream_bytes"] += int(m.get("shared", {}).get("stream_bytes", 0))
+    return out
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--export", default="build/zynqnet-mini/export", help="export directory")
@@ -244,13 +362,19 @@ def main(argv=None) -> int:
     ap.add_argument("--backpressure", type=float, default=0.0,
                     help="probability per cycle of an input gap and of output TREADY low (default 0)")
     ap.add_argument("--workers", type=int, default=None, help="simulator processes (default: one per core)")
-    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--seed", type=int, default=1, help="seed of the random frames and stream stalls")
+    ap.add_argument("--memory", default="pynq-z2",
+                    help="the DDR behind the engine: a preset of spec.engine.MEMORY_PRESETS (ideal, pynq-z2, "
+                         "stress; default pynq-z2)")
+    ap.add_argument("--seeds", type=int, default=None,
+                    help="run the frames under memory seeds 1..N, one simulator per seed (random presets)")
     ap.add_argument("--expected", default=None, help=".npy of logits to compare with as well (N x classes)")
     ap.add_argument("--out", default=None, help="default build/<net>/rtl_bench[_backpressure].json")
     a = ap.parse_args(argv)
     try:
         r = measure(Path(a.export), a.frames, a.data, a.data_dir, a.backpressure, a.workers, a.seed,
-                    Path(a.out) if a.out else None, Path(a.expected) if a.expected else None)
+                    Path(a.out) if a.out else None, Path(a.expected) if a.expected else None, memory=a.memory,
+                    seeds=a.seeds)
     except (RtlFastError, OSError, ValueError) as e:
         print(f"rtl_bench: {e}", file=sys.stderr)
         return 2
@@ -259,13 +383,20 @@ def main(argv=None) -> int:
            else f"no labels ({r['data']})")
     dram = (f", {r['dram_bytes_per_frame'] / 1e6:.2f} MB DRAM/frame" if r.get("dram_bytes_per_frame") is not None
             else "")
-    print(f"{r['network']}: {r['frames']} frames, {r['mismatches_vs_golden']} mismatches vs golden, {acc}; "
-          f"utilization {r['utilization']:.3f}{dram}; {c.get('median', 0):.0f} cycles/frame "
-          f"(min {c.get('min')}, max {c.get('max')}), period {r['frame_period_cycles']:.0f} -> "
-          f"{r['fps_at_100mhz']:.0f} {LABEL}; {r['sim_cycles_per_second']['total'] / 1e6:.2f} M cycles/s on "
-          f"{r['workers']} cores ({', '.join(f'{v / 1e6:.2f}' for v in r['sim_cycles_per_second']['per_core'])} "
-          f"per core); wall {r['wall_seconds']:.1f} s -> {r['_out']}")
-    failed = False
+    seeds = (f"{len(r['seeds'])} memory seeds, {r['hangs']} hangs, " if r.get("seeds") else "")
+    speed = (f"utilization {r['utilization']:.3f}{dram}; {c.get('median', 0):.0f} cycles/frame "
+             f"(min {c.get('min')}, max {c.get('max')}), period {r['frame_period_cycles']:.0f} -> "
+             f"{r['fps_at_100mhz']:.1f} {LABEL}" if c else "no frame completed")
+    print(f"{r['network']} (memory {r['memory_preset']}): {r['frames']} frames, {seeds}"
+          f"{r['mismatches_vs_golden']} mismatches vs golden, {acc}; {speed}; "
+          f"{r['sim_cycles_per_second']['total'] / 1e6:.2f} M cycles/s on {r['workers']} cores "
+          f"({', '.join(f'{v / 1e6:.2f}' for v in r['sim_cycles_per_second']['per_core'])} per core); "
+          f"wall {r['wall_seconds']:.1f} s -> {r['_out']}")
+    for h in r.get("hang_details", []):
+        print(f"rtl_bench: HANG (memory seed {h['seed']}): {h['message']}", file=sys.stderr)
+    for h in r.get("protocol_failure_details", []):
+        print(f"rtl_bench: AXI PROTOCOL (memory seed {h['seed']}): {h['message']}", file=sys.stderr)
+    failed = bool(r.get("hangs") or r.get("protocol_failures"))
     if r["first_mismatch"]:
         print(f"rtl_bench: MISMATCH: {r['first_mismatch']['message']}", file=sys.stderr)
         failed = True

@@ -1,15 +1,17 @@
 """Per-layer cycles of the RTL engine against the cycle model, measured in simulation.
 
-    python -m zynqflow.bench.rtl_perf build/zynqnet/export [--frames 2] [--rtl rtl|hls]
+    python -m zynqflow.bench.rtl_perf build/zynqnet/export [--frames 2] [--rtl rtl|hls] [--memory pynq-z2]
 
 ``rtl`` (default): a few frames back to back through the free-running Verilator
-harness (:mod:`zynqflow.bench.rtl_bench`), checked against the golden model,
-written to ``build/<net>/rtl_perf.json`` with every key of ``rtl_bench.json``:
-``cycles_per_frame``, ``fps_at_100mhz`` ("fps at 100 MHz, RTL simulation"),
-``utilization``, ``dram_bytes_per_frame``, ``dram_stall_cycles``, the cycle
-model's prediction (``cycles_model``) and ``layers``: per layer the measured
+harness (:mod:`zynqflow.bench.rtl_bench`) behind a memory preset (``pynq-z2`` by
+default), checked against the golden model, written to ``build/<net>/rtl_perf.json``
+with every key of ``rtl_bench.json``: ``cycles_per_frame``, ``macs_per_frame``,
+``mac_units``, ``fps_at_100mhz`` ("fps at 100 MHz, RTL simulation"),
+``utilization``, ``sim_cycles_per_second``, ``dram_bytes_per_frame``,
+``dram_stall_cycles``, ``memory_preset``, the cycle model's prediction under the
+same memory (``cycles_model``) and ``layers``: per layer the measured
 ``layer_cycles`` register against the model's cycles, their error and what
-bounds the layer (compute, DDR read or write, weights, input stream).
+bounds the layer (compute, ddr read, ddr write, weights, input stream, ddr shared).
 
 ``hls``: the Vitis-exported Verilog under cocotb (needs ``make hls`` first):
 logits and cycles as the testbench measures them; the HLS engine has no
@@ -31,7 +33,8 @@ def network_macs(man: dict) -> int:
 
 
 def measure(export_dir: Path, frames: int = 2, data: str | None = None, data_dir: str | None = None,
-            rtl: str | None = None, out: Path | None = None, seed: int = 1, workers: int = 1) -> dict:
+            rtl: str | None = None, out: Path | None = None, seed: int = 1, workers: int = 1,
+            memory: str = "pynq-z2") -> dict:
     export_dir = Path(export_dir).resolve()
     man = json.loads((export_dir / "manifest.json").read_text())
     out = Path(out) if out else REPO / "build" / man["network"] / "rtl_perf.json"
@@ -40,7 +43,7 @@ def measure(export_dir: Path, frames: int = 2, data: str | None = None, data_dir
     from zynqflow.bench.rtl_bench import measure as bench_measure
 
     return bench_measure(export_dir, frames=frames, data=data, data_dir=data_dir, workers=workers, seed=seed,
-                         out=out)
+                         out=out, memory=memory)
 
 
 def _measure_hls(export_dir: Path, frames: int, out: Path, seed: int) -> dict:
@@ -68,18 +71,20 @@ def main(argv=None) -> int:
     ap.add_argument("--data-dir", default=None)
     ap.add_argument("--rtl", default=None, help="rtl (default) or hls")
     ap.add_argument("--workers", type=int, default=1)
+    ap.add_argument("--memory", default="pynq-z2", help="memory preset (ideal, pynq-z2, stress)")
     ap.add_argument("--out", default=None, help="default build/<net>/rtl_perf.json")
     a = ap.parse_args(argv)
     try:
         r = measure(Path(a.export), a.frames, a.data, a.data_dir, a.rtl, Path(a.out) if a.out else None,
-                    workers=a.workers)
+                    workers=a.workers, memory=a.memory)
     except Exception as e:  # noqa: BLE001 - one line for the user
         print(f"rtl_perf: {type(e).__name__}: {e}", file=sys.stderr)
         return 2
     if r.get("rtl") == "hls":
         print(f"{r['network']} (HLS RTL): {r['mismatches_vs_golden']} mismatches -> {r['_out']}")
         return 0 if r["mismatches_vs_golden"] == 0 else 1
-    print(f"{r['network']}: {r['cycles_per_frame']['median']:.0f} cycles/frame, utilization {r['utilization']:.3f}, "
+    print(f"{r['network']} (memory {r['memory_preset']}): {r['cycles_per_frame']['median']:.0f} cycles/frame, "
+          f"{r['macs_per_frame']} MACs on {r['mac_units']} MAC units, utilization {r['utilization']:.3f}, "
           f"{r['fps_at_100mhz']:.1f} fps at 100 MHz (RTL simulation); model {r['cycles_model']['cycles']} cycles, "
           f"worst layer {r['cycles_model'].get('worst_layer_error_pct', float('nan')):.2f} %; "
           f"{r['mismatches_vs_golden']} mismatches -> {r['_out']}")

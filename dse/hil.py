@@ -49,12 +49,13 @@ def _to_log(path: Path):
             os.close(saved[1])
 
 
-def measure_rtl(export_dir: Path, frames: int, out: Path) -> dict:
+def measure_rtl(export_dir: Path, frames: int, out: Path, memory: str = "pynq-z2") -> dict:
     """Cycles per frame (back to back) and bit-exactness of ``frames`` frames through the RTL
-    (the free-running Verilator harness with the specification's DDR model, bench/rtl_perf.py)."""
+    (the free-running Verilator harness behind the ``memory`` preset of the specification, the
+    part's board memory that the model assumes too; bench/rtl_perf.py)."""
     from zynqflow.bench.rtl_perf import measure
 
-    r = measure(export_dir, frames=max(2, frames), out=out / "rtl_perf.json")
+    r = measure(export_dir, frames=max(2, frames), out=out / "rtl_perf.json", memory=memory)
     return dict(cycles_per_frame=int(r["cycles_per_frame"]["median"]), period_cycles=r["frame_period_cycles"],
                 frames=r["frames"], mismatches=r["mismatches_vs_golden"],
                 worst_layer_error_pct=r.get("cycles_model", {}).get("worst_layer_error_pct"),
@@ -149,7 +150,7 @@ def hil_one(r: dict, settings: Settings, out: Path, frames: int = 4, data_dir: s
         test = load_dataset(settings.data, data_dir, settings.space_obj.input_size).test
         with _to_log(log):
             ex = export_design(ckpt, e["n_pe"], e["n_ci"], hd / "export", test.subset(frames).hwc())
-            rtl = measure_rtl(ex, frames, hd)
+            rtl = measure_rtl(ex, frames, hd, hw_model.get_part(settings.part).memory)
             syn = measure_resources(ex, hd)
     except Exception as exc:  # noqa: BLE001 - one design's failure is reported, the others still run
         res.update(error=f"{type(exc).__name__}: {exc}", seconds=round(time.time() - t0, 1))

@@ -9,8 +9,12 @@ Everything in :mod:`zynqflow.dse` reaches the models through :func:`evaluate`
   bands, rings, the weight ring or cache); a design it cannot lay out is
   infeasible (``plan_error``);
 * cycles/frame: ``zynqflow.spec.cycles.predict`` (the event model of the RTL
-  twin, DRAM time included, checked per layer against the RTL by the tests);
-  at another clock the memory latencies are scaled to the same nanoseconds;
+  twin, DRAM time included, checked per layer against the RTL by the tests)
+  under the part's board memory (``Part.memory``: the ``pynq-z2`` preset of the
+  engine specification for the xc7z020: shared DDR budget, refresh; ``ideal``
+  for the ZCU104, whose 64-bit DDR4 is ten times the engine's demand); at
+  another clock the memory's latencies, refresh and bytes per cycle are scaled
+  to the same nanoseconds and bytes per second (``spec.cycles.scale_memory``);
 * resources: ``zynqflow.export.resources.estimate`` (DSP from the MAC lanes,
   block RAM from the plan's RAMs, LUT/FF fitted to Yosys runs of the RTL).
 
@@ -22,7 +26,6 @@ SystemVerilog twin (the models above), or ``hls``, the Vitis HLS engine (cycles 
 
 from __future__ import annotations
 
-import math
 from dataclasses import asdict, dataclass
 
 from zynqflow.spec.topology import NetConfig
@@ -44,13 +47,15 @@ class Part:
     bram36: int
     dsp: int
     clock_mhz: float      # the engine clock the board design runs at
+    memory: str = "ideal"   # the board's DDR: a preset of spec.engine.MEMORY_PRESETS (at 100 MHz)
 
     def limits(self) -> dict[str, int]:
         return dict(dsp=self.dsp, bram36=self.bram36, lut=self.lut, ff=self.ff)
 
 
 PARTS = {
-    "xc7z020": Part("xc7z020", "PYNQ-Z2", lut=53200, ff=106400, bram36=140, dsp=220, clock_mhz=100.0),
+    "xc7z020": Part("xc7z020", "PYNQ-Z2", lut=53200, ff=106400, bram36=140, dsp=220, clock_mhz=100.0,
+                    memory="pynq-z2"),
     "xczu7ev": Part("xczu7ev", "ZCU104", lut=230400, ff=460800, bram36=312, dsp=1728, clock_mhz=100.0),
 }
 ALIASES = {"pynq-z2": "xc7z020", "zcu104": "xczu7ev"}
@@ -78,8 +83,7 @@ def evaluate(cfg: NetConfig, n_pe: int, n_ci: int, part: str = "xc7z020", clock_
     (and counts as infeasible in :func:`violations`)."""
     from zynqflow.export.plan import EngineParams, ExportError, plan_layout
     from zynqflow.export.resources import estimate
-    from zynqflow.spec import engine as E
-    from zynqflow.spec.cycles import predict
+    from zynqflow.spec.cycles import predict, scale_memory
     from zynqflow.spec.cycles_hls import predict_hls
 
     if engine not in ENGINES:
@@ -97,9 +101,7 @@ def evaluate(cfg: NetConfig, n_pe: int, n_ci: int, part: str = "xc7z020", clock_
     except ExportError as e:
         return dict(cycles_per_frame=0, fps=0.0, clock_mhz=clock, dsp=n_pe * n_ci // 2, bram36=0.0, lut=0, ff=0,
                     model=model, plan_error=str(e), detail=dict(mac_units=n_pe * n_ci, part=asdict(p)))
-    scale = clock / 100.0
-    mem = E.MemoryModel(read_latency=math.ceil(E.MEMORY_MODEL.read_latency * scale),
-                        write_latency=math.ceil(E.MEMORY_MODEL.write_latency * scale))
+    mem = scale_memory(p.memory, clock)
     pred = (predict_hls(plan, memory=mem, clock_mhz=clock) if engine == "hls"
             else predict(plan, memory=mem, clock_mhz=clock))
     res = estimate(plan, engine)
@@ -112,7 +114,7 @@ def evaluate(cfg: NetConfig, n_pe: int, n_ci: int, part: str = "xc7z020", clock_
         dsp=res["dsp"], bram36=res["bram36"], lut=res["lut"], ff=res["ff"], model=model, engine=engine,
         detail=dict(utilization=fr["utilization"], cycles_by_bound=bounds, dram_bytes_per_frame=fr["dram_rd_bytes"] +
                     fr["dram_wr_bytes"], weight_cache=plan.weight_cache, ddr_tensors=plan.ddr_tensors,
-                    rams=res["rams"], mac_units=n_pe * n_ci, part=asdict(p)),
+                    rams=res["rams"], mac_units=n_pe * n_ci, part=asdict(p), memory=p.memory),
     )
 
 

@@ -169,8 +169,9 @@ def manifest(qnet: QNet, plan: HwPlan, n_vectors: int, dataset_info: dict | None
     info = dataset_info or {}
     h, w, c = qnet.input_shape
     k = build_constants(plan)
-    from zynqflow.spec.cycles import predict
+    from zynqflow.spec.cycles import BOUND_PRESETS, predict
     pred = predict(plan)
+    presets = {m: predict(plan, memory=m) for m in BOUND_PRESETS if m != "ideal"}
     return dict(
         format_version=FORMAT_VERSION, spec_version=E.SPEC_VERSION, network=cfg.name,
         network_id=f"0x{plan.net_id:08x}", network_id_int=plan.net_id, dataset=qnet.dataset,
@@ -200,12 +201,17 @@ def manifest(qnet: QNet, plan: HwPlan, n_vectors: int, dataset_info: dict | None
                      src_kind={0: "stem", 1: "act", 2: "ddr"}[l.src_kind],
                      dst_kind={0: "act", 1: "ddr", 2: "gap"}[l.dst_kind], bands=l.n_bands, ring_rows=l.ring_rows,
                      weight_words=l.weight_words, resident=l.resident, macs=l.macs, mac_cycles=l.mac_cycles,
-                     cycles_model=pl["cycles"])
+                     cycles_model=pl["cycles"], bound_model=pl["bound"])
                 for l, ql, pl in zip(plan.layers, qnet.layers, pred["layers"])],
         macs_per_frame=plan.macs,
         cycles_mac_array=plan.mac_cycles,
         cycles_model=dict(pred["frame"], label="cycle model of the RTL twin (spec.cycles), not a measurement"),
         cycles_model_hls=_hls_frame(plan),
+        # the same model under the other memory presets (spec.engine.MEMORY_PRESETS): frame, per-layer
+        # cycles and what bounds each layer (compute, ddr read, ddr write, weights, input stream, ddr shared)
+        cycles_model_presets={m: dict(p["frame"], memory=m, layers=[dict(name=l["name"], cycles=l["cycles"],
+                                                                          bound=l["bound"]) for l in p["layers"]])
+                              for m, p in presets.items()},
         test_vectors=n_vectors,
         files=dict(hls_header="net_params.h", rtl_params="rtl_params.svh", weights="weights.bin",
                    integers="integers.npz", vectors_in="vectors_in.bin", vectors_out="vectors_out.bin"),
@@ -358,6 +364,8 @@ def main(argv=None) -> int:
           f"N_CI={engine.n_ci}: {man['cycles_mac_array']} MAC-array cycles, {cm['cycles']} cycles/frame modelled "
           f"= {cm['fps_at_100mhz']:.1f} fps at 100 MHz (model), weight image {man['memory']['weight_image_bytes']} B, "
           f"scratch {man['memory']['scratch_bytes']} B) -> {out}")
+    from zynqflow.spec.cycles import bound_table
+    print(bound_table(load_plan(out))[1])
     return 0
 
 

@@ -20,7 +20,7 @@ from .plan import EngineParams
 
 EXPORT_ROOT = REPO / "build" / "sim" / "exports"
 REFERENCE_CKPT = REPO / "model" / "reference" / "zynqnet-mini" / "fashion-mnist" / "checkpoint.pt"
-FORMAT = 7   # bump to invalidate cached exports
+FORMAT = 8   # bump to invalidate cached exports
 
 
 def _fresh(out: Path, stamp: dict) -> bool:
@@ -83,6 +83,8 @@ def variant_config(which: str):
     ``wide``: 12-channel input (no im2col: 2 words per pixel, 4 padded channels,
     a 3x3 stem reading the ring of input rows with zero padding), a signed
     tensor, two output groups with 10 channels. Engine N_PE=8, N_CI=8 (one bank).
+    ``map1x1``: a fire net whose last layers run on a 1x1 map (16 -> 8 -> 4 -> 2 -> 1):
+    ``f4/e1`` is one MAC step, issued alone after the layer's set-up (the busy hole of issue 16).
     """
     from zynqflow.spec.topology import INPUT, LayerSpec as L, NetConfig
 
@@ -104,6 +106,9 @@ def variant_config(which: str):
             L("c2", "c1", "c2", 16, 8, k=3, stride=2, relu=False),
             L("c3", "c2", "out", 8, 10, k=1, relu=False),
         )), EngineParams(8, 8)
+    if which == "map1x1":
+        from zynqflow.spec.topology import FireSpec, fire_net
+        return fire_net("rtl-variant-map1x1", 16, 1, 4, stem=8, fires=[FireSpec(8, 8, 8, True)] * 3), EngineParams()
     raise ValueError(f"unknown variant {which!r}")
 
 

@@ -32,6 +32,16 @@ constexpr unsigned HEADER_MAGIC = 0x3157515Au;
 constexpr int ADDR_ALIGN = 4096;
 constexpr int DDR_WINDOW_BYTES = 536870912;
 constexpr int ROW_BITS = 274;
+constexpr int AXI_LINE_BYTES = 128;
+constexpr int RTL_PIPE_ADDR = 3;
+constexpr int RTL_PIPE_READ = 3;
+constexpr int RTL_PIPE_MAC = 8;
+constexpr int RTL_PIPE_REQUANT = 4;
+constexpr int RTL_PIPE_WRITEBACK = 1;
+constexpr int RTL_PIPE_DEPTH = 19;
+constexpr int RTL_OUT_FIFO_UNITS = 64;
+constexpr int RTL_OUT_FIFO_MARGIN = 24;
+constexpr int RTL_LAYER_DRAIN = 4;
 
 // Status register bits (STATUS_BITS)
 constexpr unsigned STATUS_SHORT_FRAME = 1u << 0;  // TLAST came before the frame's last beat

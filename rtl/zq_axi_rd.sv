@@ -4,6 +4,12 @@
 // order (one ID) and are handed on beat by beat through a register slice,
 // each with `out_last` (last beat of its burst) and `out_err` (RRESP was
 // SLVERR or DECERR). `idle` is high when no burst is outstanding.
+//
+// Reset: the PS's port does not see the PL's reset and answers the bursts in
+// flight. At `rst` they become late bursts (a count that `rst` does not clear);
+// their beats, which come first (one ID, in order), are taken and dropped, never
+// handed on, and count against MAX_OUT until their last beat. A beat that no
+// burst is owed is dropped too.
 `default_nettype none
 
 module zq_axi_rd #(
@@ -44,13 +50,17 @@ module zq_axi_rd #(
         $error("zq_axi_rd: DATA_W=%0d", DATA_W);
     end
 
-    logic [OUT_W-1:0] outstanding;
+    logic [OUT_W-1:0] outstanding;      // this epoch's bursts, AR handshake .. last beat
+    logic [OUT_W-1:0] late;             // bursts of before the last reset still answering (rst keeps it)
+    initial late = '0;                  // (its value after configuration)
     wire ar_hs = m_arvalid && m_arready;
     wire r_hs  = m_rvalid && m_rready;
-    wire r_end = r_hs && m_rlast;
+    wire fwd   = (late == '0) && (outstanding != '0);   // the beats are this epoch's: handed on
+    wire r_old = r_hs && m_rlast && (late != '0);
+    wire r_end = r_hs && m_rlast && fwd;
 
     // address channel: one registered request
-    assign cmd_ready = !m_arvalid && (outstanding < OUT_W'(MAX_OUT));
+    assign cmd_ready = !m_arvalid && (32'(outstanding) + 32'(late) < MAX_OUT);
     always_ff @(posedge clk) begin
         if (rst) begin
             m_arvalid <= 1'b0;
@@ -64,20 +74,27 @@ module zq_axi_rd #(
     end
 
     always_ff @(posedge clk) begin
-        if (rst) outstanding <= '0;
-        else     outstanding <= outstanding + OUT_W'(ar_hs) - OUT_W'(r_end);
+        if (rst) begin
+            late        <= late - OUT_W'(r_old) + outstanding + OUT_W'(ar_hs) - OUT_W'(r_end);
+            outstanding <= '0;
+        end else begin
+            late        <= late - OUT_W'(r_old);
+            outstanding <= outstanding + OUT_W'(ar_hs) - OUT_W'(r_end);
+        end
     end
 
-    // data channel: register slice
-    assign m_rready = !out_valid || out_ready;
+    // data channel: register slice (late beats, and beats owed to nothing, are taken and dropped)
+    assign m_rready = !fwd || !out_valid || out_ready;
     always_ff @(posedge clk) begin
         if (rst) begin
             out_valid <= 1'b0;
-        end else if (m_rready) begin
+        end else if (fwd && (!out_valid || out_ready)) begin
             out_valid <= m_rvalid;
             out_data  <= m_rdata;
             out_last  <= m_rlast;
             out_err   <= m_rresp[1];
+        end else if (out_ready) begin
+            out_valid <= 1'b0;
         end
     end
 

@@ -2,14 +2,21 @@
 // beats (1..16) at `cmd_addr` (inside a 4 KiB page); its data follows on the
 // `in_*` beat stream (all bytes written), in command order.
 //
-// The address and data channels run apart: a command's AW is issued as soon as
-// fewer than MAX_OUT bursts await their write response and the queue of bursts
-// whose data is still to go (W_QUEUE deep) has room; the W channel sends the
-// bursts of that queue back to back (the first beat of the next burst in the
-// cycle after the last beat of the one before). A burst's W beats never start
-// before its AW handshake. `err` pulses for a response of SLVERR or DECERR;
-// `idle` is high when no burst is issued, queued, in flight or awaiting its
-// response. `w_busy`: an issued burst still has beats to send.
+// The address and data channels run apart (AXI A3.3.1: a master must not wait
+// for AWREADY before it offers WVALID, and a slave may hold AWREADY until it sees
+// WVALID). A command is taken when fewer than MAX_OUT bursts are owed their write
+// response, no AW waits on the channel and the W queue (W_QUEUE deep) has room:
+// its AW goes on the address channel and its beat count into the W queue. The W
+// channel sends the queued bursts back to back (the first beat of the next burst
+// in the cycle after the last beat of the one before), whether or not their AW
+// handshake is done. `err` pulses for a response of SLVERR or DECERR; `idle` is
+// high when no burst is issued, queued, in flight or awaiting its response.
+// `w_busy`: an issued burst still has beats to send or its AW to hand over.
+//
+// Reset: the PS's port does not see the PL's reset. A burst whose AW and last W
+// beat were both handed over gets its B response even after `rst`; those late
+// responses are taken and dropped (a count that `rst` does not clear), and never
+// taken for this epoch's bursts. A burst cut off by the reset is the slave's to drop.
 `default_nettype none
 
 module zq_axi_wr #(
@@ -44,40 +51,40 @@ module zq_axi_wr #(
 );
 
     localparam OUT_W = $clog2(MAX_OUT + 2);
+    localparam Q_W   = $clog2(W_QUEUE + 1);
 
-    logic [OUT_W-1:0] pending;   // bursts whose AW was issued and whose B has not come
-    logic [4:0]       aw_beats;  // beats of the burst on the AW channel
+    wire cmd_hs = cmd_valid && cmd_ready;
+    wire aw_hs  = m_awvalid && m_awready;
+    wire w_hs   = m_wvalid && m_wready;
+    wire b_hs   = m_bvalid && m_bready;
 
-    wire aw_hs = m_awvalid && m_awready;
-    wire w_hs  = m_wvalid && m_wready;
-    wire b_hs  = m_bvalid && m_bready;
-
-    // ---- W queue: beat counts of bursts whose AW handshake is done ------------------------
+    // ---- W queue: beat counts of the bursts taken, in order --------------------------------
     logic       wq_valid, wq_ready, wq_in_ready;
     logic [4:0] wq_beats;
-    logic [$clog2(W_QUEUE + 1)-1:0] wq_count;
+    logic [Q_W-1:0] wq_count;
     zq_fifo #(.DATA_W(5), .DEPTH(W_QUEUE)) u_wq (
-        .clk(clk), .rst(rst), .in_valid(aw_hs), .in_ready(wq_in_ready), .in_data(aw_beats),
+        .clk(clk), .rst(rst), .in_valid(cmd_hs), .in_ready(wq_in_ready), .in_data(cmd_beats),
         .out_valid(wq_valid), .out_ready(wq_ready), .out_data(wq_beats), .count(wq_count)
     );
 
-    // ---- AW channel ---------------------------------------------------------------------------
-    // one burst on AW at a time; room for it in the W queue; fewer than MAX_OUT responses owed
-    assign cmd_ready = !m_awvalid && (pending < OUT_W'(MAX_OUT)) && (32'(wq_count) < W_QUEUE);
+    // ---- AW channel: one burst at a time -----------------------------------------------------
+    logic [OUT_W-1:0] pending;   // bursts taken whose B has not come (this epoch)
+    logic [OUT_W-1:0] b_late;        // B owed to bursts of before the last reset (rst keeps it)
+    initial b_late = '0;             // (its value after configuration)
+    assign cmd_ready = !m_awvalid && (32'(pending) + 32'(b_late) < MAX_OUT) && (32'(wq_count) < W_QUEUE);
     always_ff @(posedge clk) begin
         if (rst) begin
             m_awvalid <= 1'b0;
-        end else if (cmd_valid && cmd_ready) begin
+        end else if (cmd_hs) begin
             m_awvalid <= 1'b1;
             m_awaddr  <= cmd_addr;
             m_awlen   <= 8'(cmd_beats - 5'd1);
-            aw_beats  <= cmd_beats;
         end else if (aw_hs) begin
             m_awvalid <= 1'b0;
         end
     end
 
-    // ---- W channel: the queued bursts back to back ----------------------------------------
+    // ---- W channel: the queued bursts back to back, apart from AW --------------------------------
     logic [4:0] w_left;          // beats left in the burst being written (0: none)
     wire w_active = w_left != '0;
     wire w_load   = wq_valid && (!w_active || (w_left == 5'd1 && w_hs));
@@ -93,13 +100,34 @@ module zq_axi_wr #(
     end
     assign w_busy = w_active || wq_valid || m_awvalid;
 
-    // ---- responses ----------------------------------------------------------------------------
+    // ---- responses ------------------------------------------------------------------------------
+    // A burst is complete at the slave once its AW and its last W beat are both handed over
+    // (in either order; bursts complete in order, at most one a cycle). Its B is owed from then.
+    logic [OUT_W-1:0] aw_ahead;        // AW handshakes whose burst's last W beat has not gone
+    logic [OUT_W-1:0] wl_ahead;        // last W beats whose burst's AW handshake has not happened
+    logic [OUT_W-1:0] b_owed;          // complete bursts of this epoch awaiting B
+    wire [OUT_W-1:0] aw_n = aw_ahead + OUT_W'(aw_hs);
+    wire [OUT_W-1:0] wl_n = wl_ahead + OUT_W'(w_hs && m_wlast);
+    wire             done = (aw_n != '0) && (wl_n != '0);
+    wire             b_old  = b_hs && (b_late != '0);                      // a late response: dropped
+    wire             b_live = b_hs && (b_late == '0) && (b_owed != '0);    // (a response owed to nothing: dropped)
     always_ff @(posedge clk) begin
-        if (rst) pending <= '0;
-        else     pending <= pending + OUT_W'(aw_hs) - OUT_W'(b_hs);
+        if (rst) begin
+            b_late   <= b_late - OUT_W'(b_old) + b_owed + OUT_W'(done) - OUT_W'(b_live);
+            aw_ahead <= '0;
+            wl_ahead <= '0;
+            b_owed   <= '0;
+            pending  <= '0;
+        end else begin
+            b_late   <= b_late - OUT_W'(b_old);
+            aw_ahead <= aw_n - OUT_W'(done);
+            wl_ahead <= wl_n - OUT_W'(done);
+            b_owed   <= b_owed + OUT_W'(done) - OUT_W'(b_live);
+            pending  <= pending + OUT_W'(cmd_hs) - OUT_W'(b_live);
+        end
     end
     assign m_bready = 1'b1;
-    always_ff @(posedge clk) err <= !rst && b_hs && m_bresp[1];
+    always_ff @(posedge clk) err <= !rst && b_live && m_bresp[1];
 
     assign idle = (pending == '0) && !w_busy;
 

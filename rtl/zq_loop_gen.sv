@@ -33,7 +33,7 @@ module zq_loop_gen #(
     input  wire               frame_start,  // a new frame: no weight-ring word is released yet
     input  wire               start,        // layer constants below are valid from here on
     input  wire               abort,
-    output logic              busy,         // counters running (until the last step is issued)
+    output logic              busy,         // steps still to issue or in the address stages (until S0)
     // layer constants
     input  wire [4:0]         lg_in,
     input  wire [4:0]         lg_out,
@@ -88,6 +88,7 @@ module zq_loop_gen #(
     // ---- counters ---------------------------------------------------------------
     localparam [2:0] G_IDLE = 3'd0, G_BAND = 3'd1, G_BLK = 3'd2, G_RUN = 3'd3, G_END = 3'd4, G_PREP = 3'd5;
     logic [2:0]  state;
+    logic        running;           // counters running (until the last step is issued)
     logic [10:0] band, r, ox;       // band index, row within band, output column
     logic [9:0]  g, c;
     logic [1:0]  ky, kx;
@@ -134,7 +135,7 @@ module zq_loop_gen #(
     always_ff @(posedge clk) begin
         if (rst || abort || frame_start) begin
             state <= G_IDLE;
-            busy  <= 1'b0;
+            running <= 1'b0;
             rel_rows_q <= '0;
             rel_w_q <= '0;
         end else begin
@@ -153,7 +154,7 @@ module zq_loop_gen #(
                     oy <= '0;
                     blk_base <= w_off;
                     rel_rows_q <= '0;
-                    busy  <= 1'b1;
+                    running <= 1'b1;
                     state <= G_PREP;
                 end
                 G_PREP: begin                          // per-layer terms from the latched constants
@@ -211,7 +212,7 @@ module zq_loop_gen #(
                     end
                 end
                 G_END: begin
-                    busy  <= 1'b0;
+                    running <= 1'b0;
                     state <= G_IDLE;
                 end
                 default: state <= G_IDLE;
@@ -325,6 +326,10 @@ module zq_loop_gen #(
         s_waddr <= l2_w;
         s_g <= l2_g; s_pix <= l2_pix; s_nvalid <= l2_nv;
     end
+
+    // busy until the last step has left the address stages: a step issued after a long wait (for
+    // output room, say) is in L1/L2/S0 alone, and zq_core's stages see it only from S1 on
+    assign busy = running || l1_v || l1_b || l2_v || l2_b || s_valid || s_bias;
 
     // a cycle of a running layer without a step, while waiting for rows, weights or room
     always_ff @(posedge clk) begin

@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 
 from zynqflow.sim import rtl_sim
-from zynqflow.sim.rtl_sim import RTL_DIR, RTL_HEADERS, SIM_ROOT, VERILATOR_ARGS, SimBuild, _digest
+from zynqflow.sim.rtl_sim import RTL_DIR, RTL_HEADERS, SIM_ROOT, VERILATOR_ARGS, SimBuild, _digest, _failures
 
 MODULE_ROOT = SIM_ROOT / "modules"
 TB_PACKAGE = "zynqflow.sim.tb"
@@ -51,6 +51,13 @@ MODULE_SOURCES: dict[str, tuple[str, ...]] = {
     "zq_gap":       ("zq_ram_sdp.sv", "zq_gap.sv"),
     "zq_axis_out":  ("zq_fifo.sv", "zq_axis_out.sv"),
     "zq_axil_regs": ("zq_axil_regs.sv",),
+    # the harness's echo DUT, also the broken master that proves the DDR model's checkers fire
+    "zq_maxi_echo": ("../sim/harness/zq_maxi_echo.sv",),
+}
+# headers a module includes that are not in rtl/ (written into the build's include directory)
+MODULE_HEADERS: dict[str, dict[str, str]] = {
+    "zq_maxi_echo": {"rtl_params.svh": "// the echo DUT's frame and answer sizes\n"
+                                       "`define ZQ_IN_BYTES 256\n`define ZQ_N_CLASSES 10\n"},
 }
 # Verilator warnings a module's own parameter sets may trip on top of rtl_sim's list
 EXTRA_ARGS = ["-Wno-UNOPTFLAT", "-Wno-CASEINCOMPLETE"]
@@ -85,8 +92,10 @@ class ModuleBuild(SimBuild):
         env_dir = os.environ.get("ZQ_MODULE_RTL_DIR")
         self.rtl_dir = Path(rtl_dir or env_dir or RTL_DIR).resolve()
         self.sources = [self.rtl_dir / s for s in MODULE_SOURCES[module]]
+        self.headers = MODULE_HEADERS.get(module, {})
         key = _digest(self.sources + [self.rtl_dir / h for h in RTL_HEADERS],
-                      json.dumps([module, self.params, VERILATOR_ARGS, EXTRA_ARGS, self.waves], sort_keys=True))
+                      json.dumps([module, self.params, VERILATOR_ARGS, EXTRA_ARGS, self.waves, self.headers],
+                                 sort_keys=True))
         other = "" if self.rtl_dir == RTL_DIR.resolve() else "-alt"
         self.prefix = f"{module}-{params_tag(self.params)}{'-waves' if self.waves else ''}{other}-"
         self.build_dir = MODULE_ROOT / f"{self.prefix}{key}"
@@ -104,7 +113,12 @@ class ModuleBuild(SimBuild):
         t0 = time.time()
         self._seed_runtime()             # the design-independent Verilator runtime, compiled once
         runner = get_runner("verilator")
-        runner.build(sources=[str(s) for s in self.sources], hdl_toplevel=self.module, includes=[self.rtl_dir],
+        inc = self.build_dir / "include"
+        for name, text in self.headers.items():
+            inc.mkdir(parents=True, exist_ok=True)
+            (inc / name).write_text(text)
+        runner.build(sources=[str(s) for s in self.sources], hdl_toplevel=self.module,
+                     includes=[self.rtl_dir] + ([inc] if self.headers else []),
                      parameters={k: _sv_value(v) for k, v in self.params.items()}, build_args=args,
                      build_dir=self.build_dir, waves=self.waves, timescale=("1ns", "1ps"), always=True)
         self._save_runtime()
@@ -152,20 +166,6 @@ class ModuleBuild(SimBuild):
             errors = res.get("errors") or _failures(xml) or [f"cocotb: {failed} of {n} tests failed"]
             raise AssertionError(f"{self.module} {self.params}: " + "; ".join(errors) + f" (log in {run_dir})")
         return res
-
-
-def _failures(xml: Path) -> list[str]:
-    """The failure messages of cocotb's results.xml (exceptions the testbench did not turn into checks)."""
-    import xml.etree.ElementTree as ET
-    try:
-        root = ET.parse(xml).getroot()
-    except (OSError, ET.ParseError):
-        return []
-    out = []
-    for case in root.iter("testcase"):
-        for f in list(case.iter("failure")) + list(case.iter("error")):
-            out.append(f"{case.get('name')}: {f.get('message') or (f.text or '').strip()[-300:]}")
-    return out
 
 
 def run_module(module: str, params: dict | None = None, testcase: str | None = None, seed: int = 1,

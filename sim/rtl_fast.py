@@ -27,10 +27,15 @@ Layers of this module:
 
 Register offsets and AP_CTRL bits always come from Python (the engine
 specification, ``zynqflow.spec.engine``, by default, or the ``regmap=``/``ctrl=``
-a caller passes); the C++ side has none. The engine's two AXI4 masters get the
-memory model of the specification (``spec.engine.MEMORY_MODEL``): the weight
-image (``weights.bin``) is loaded at :data:`WTS_BASE` and the DDR tensors live
-from :data:`ACT_BASE` on.
+a caller passes); the C++ side has none. The engine's two AXI4 masters get a
+memory preset of the specification (``spec.engine.MEMORY_PRESETS``: ``ideal`` by
+default, ``pynq-z2``, ``stress``, or any :class:`~zynqflow.spec.engine.MemoryModel`):
+latencies, per-port and shared bandwidth (the streams charged to it), refresh,
+random gaps and stalls. The weight image (``weights.bin``) is loaded at
+:data:`WTS_BASE` and the DDR tensors live from :data:`ACT_BASE` on.
+
+    res = run_export("build/zynqnet/export", frames, memory="pynq-z2")
+    res = run_export(ex, frames, memory=memory_preset("stress", seed=3))
 """
 
 from __future__ import annotations
@@ -58,11 +63,12 @@ from zynqflow.spec import engine as E
 from .rtl_sim import RTL_DIR, RTL_SOURCES, VERILATOR_ARGS, net_name
 
 HARNESS_DIR = Path(__file__).resolve().parent / "harness"
-HARNESS_FILES = ("harness.cpp", "axi_mem.h", "lfsr.h")
+HARNESS_FILES = ("harness.cpp", "axi_mem.h", "lfsr.h", "probe.vlt")
+PROBE_VLT = "probe.vlt"     # the engine's layer index and control state, public for time-out messages
 SIM_ROOT = REPO / "build" / "sim"
 LIB_NAME = "libzq_fast.so"
 TOP = "zq_top"
-ABI = 1
+ABI = 2
 CLOCK_HZ = 100e6
 # no VPI, no public signals; the -Wno flags of the cocotb build
 VERILATOR_FLAGS = ["--cc", "--exe", "--build", "-O3", "--x-assign", "fast", "--x-initial", "fast", "-Wno-fatal",
@@ -90,7 +96,12 @@ class BuildError(RtlFastError):
 
 
 class SimTimeout(RtlFastError):
-    """The DUT stopped producing output within the cycle budget; the message has its registers."""
+    """The DUT stopped producing output within the cycle budget; the message has its registers
+    and, for the engine, the layer (index and name) and control state it stopped in."""
+
+    layer: int | None = None
+    layer_name: str | None = None
+    cycle: int | None = None
 
 
 class LogitMismatch(RtlFastError, AssertionError):
@@ -154,14 +165,16 @@ class FastBuild:
                     the memory models in (``-DZQ_MAXI=1``);
     ``params``      ``f(mem_dir) -> text of rtl_params.svh`` (default: the export's file);
     ``rom_files``   files copied into ``mem/`` and hashed (default: none; the engine has no ROMs);
-    ``root``        where builds are cached (default ``build/sim``).
+    ``root``        where builds are cached (default ``build/sim``);
+    ``probe``       make the engine's layer index and control state readable (``probe.vlt``), so that
+                    a time-out names them (default: when building ``zq_top`` from ``rtl/``).
     The model class is always ``Vzq_top`` (``--prefix``), whatever the top module is called.
     """
 
     def __init__(self, export_dir, *, sources: Sequence[Path] | None = None, top: str = TOP, maxi: bool = True,
                  params: Callable[[Path], str] | None = None, rom_files: Sequence[Path] | None = None,
                  include_dirs: Sequence[Path] | None = None, tag: str = "", jobs: int | None = None,
-                 root: Path | None = None):
+                 root: Path | None = None, probe: bool | None = None):
         self.export_dir = Path(export_dir).resolve()
         if not (self.export_dir / "manifest.json").is_file():
             raise RtlFastError(f"{self.export_dir}: no manifest.json (export the network first: make export)")
@@ -169,6 +182,7 @@ class FastBuild:
         self.sources = [Path(s).resolve() for s in (sources or [RTL_DIR / s for s in RTL_SOURCES])]
         self.top = top
         self.maxi = bool(maxi)
+        self.probe = bool(sources is None and top == TOP) if probe is None else bool(probe)
         # rtl/ holds the generated specification header (zq_spec.svh) every design includes
         self.include_dirs = [Path(d).resolve() for d in (include_dirs if include_dirs is not None else [RTL_DIR])]
         self.rom_files = [Path(f) for f in (rom_files or [])]
@@ -185,7 +199,8 @@ class FastBuild:
         for f in self.sources + self.rom_files + [HARNESS_DIR / h for h in HARNESS_FILES]:
             key.update(f.name.encode() + b"\0" + f.read_bytes() + b"\0")
         key.update(self._params(Path("@MEM@")).encode())
-        key.update(json.dumps([self.flags(), MAKEFLAGS, top, self.maxi, [str(d) for d in self.include_dirs],
+        key.update(json.dumps([self.flags(), MAKEFLAGS, top, self.maxi, self.probe,
+                               [str(d) for d in self.include_dirs],
                                verilator_version(self.exe, self.env)]).encode())
         self.key = key.hexdigest()[:14]
         self.prefix = f"fast-{self.net}{'-' + tag if tag else ''}{'-maxi' if self.maxi else ''}-"
@@ -195,7 +210,8 @@ class FastBuild:
         self.stamp = self.build_dir / "build.json"
 
     def flags(self) -> list[str]:
-        return VERILATOR_FLAGS + ["-CFLAGS", " ".join(CFLAGS + [f"-DZQ_MAXI={int(self.maxi)}"])]
+        defs = [f"-DZQ_MAXI={int(self.maxi)}", f"-DZQ_PROBE={int(self.probe)}"]
+        return VERILATOR_FLAGS + ["-CFLAGS", " ".join(CFLAGS + defs)]
 
     def build(self) -> Path:
         """The library (built now if needed); raises :class:`BuildError` naming the failing lines."""
@@ -226,6 +242,7 @@ class FastBuild:
                f"-I{d / 'params'}", *[f"-I{x}" for x in self.include_dirs],
                "-LDFLAGS", f"-shared -Wl,--version-script={d / 'exports.map'}", "-o", LIB_NAME,
                "-MAKEFLAGS", " ".join(MAKEFLAGS),
+               *([str(HARNESS_DIR / PROBE_VLT)] if self.probe else []),
                *[str(s) for s in self.sources], str(HARNESS_DIR / "harness.cpp")]
         try:
             p = subprocess.run(cmd, capture_output=True, text=True, env=self.env, cwd=d)
@@ -267,38 +284,104 @@ class _RunArgs(ctypes.Structure):
 
 
 class AxiMemConfig(ctypes.Structure):
-    """struct AxiMemConfig of axi_mem.h: timing, size, random gaps of one AXI4 slave memory."""
+    """struct AxiMemConfig of axi_mem.h: size, timing, bandwidth, refresh, random gaps and stalls of
+    one AXI4 slave memory."""
     _fields_ = [("size", ctypes.c_uint64), ("read_latency", ctypes.c_uint32), ("write_latency", ctypes.c_uint32),
                 ("max_reads", ctypes.c_uint32), ("max_writes", ctypes.c_uint32), ("r_gap_p16", ctypes.c_uint32),
                 ("aw_gap_p16", ctypes.c_uint32), ("w_gap_p16", ctypes.c_uint32), ("max_burst", ctypes.c_uint32),
-                ("seed", ctypes.c_uint32), ("reserved", ctypes.c_uint32)]
+                ("seed", ctypes.c_uint32), ("accept_reads", ctypes.c_uint32), ("accept_writes", ctypes.c_uint32),
+                ("ar_gap_p16", ctypes.c_uint32), ("b_gap_p16", ctypes.c_uint32), ("stall_p32", ctypes.c_uint32),
+                ("stall_max", ctypes.c_uint32), ("refresh_interval", ctypes.c_uint32),
+                ("refresh_cycles", ctypes.c_uint32), ("aw_waits_for_w", ctypes.c_uint32),
+                ("keep_reads_on_reset", ctypes.c_uint32), ("port_bytes_per_cycle", ctypes.c_double),
+                ("bucket_bytes", ctypes.c_double)]
 
     @classmethod
     def make(cls, size: int = E.DDR_WINDOW_BYTES, read_latency: int | None = None, write_latency: int | None = None,
              max_reads: int | None = None, max_writes: int | None = None, r_gap: float = 0.0, aw_gap: float = 0.0,
-             w_gap: float = 0.0, max_burst: int = E.AXI_BURST_BEATS, seed: int = 1) -> "AxiMemConfig":
-        """Unset timing fields take the specification's memory model (``spec.engine.MEMORY_MODEL``)."""
+             w_gap: float = 0.0, max_burst: int = E.AXI_BURST_BEATS, seed: int = 1, *,
+             accept_reads: int | None = None, accept_writes: int | None = None, ar_gap: float = 0.0,
+             b_gap: float = 0.0, stall_prob: float = 0.0, stall_max: int = 0, refresh_interval: int = 0,
+             refresh_cycles: int = 0, aw_waits_for_w: bool = False, keep_reads_on_reset: bool = False,
+             port_bytes_per_cycle: float | None = None, bucket_bytes: float | None = None) -> "AxiMemConfig":
+        """Unset timing fields take the specification's ideal memory (``spec.engine.MEMORY_MODEL``). The
+        slave accepts ``accept_reads`` / ``accept_writes`` bursts (default: the limits, as a port that
+        back-pressures at them); more than ``max_reads`` / ``max_writes`` outstanding is a protocol error."""
         m = E.MEMORY_MODEL
         pick = lambda v, d: d if v is None else v  # noqa: E731
-        return cls(size, pick(read_latency, m.read_latency), pick(write_latency, m.write_latency),
-                   pick(max_reads, m.max_reads), pick(max_writes, m.max_writes), _p16(r_gap), _p16(aw_gap),
-                   _p16(w_gap), max_burst, seed, 0)
+        mr, mw = pick(max_reads, m.max_reads), pick(max_writes, m.max_writes)
+        return cls(size, pick(read_latency, m.read_latency), pick(write_latency, m.write_latency), mr, mw,
+                   _p16(r_gap), _p16(aw_gap), _p16(w_gap), max_burst, seed & 0xFFFFFFFF, pick(accept_reads, mr),
+                   pick(accept_writes, mw), _p16(ar_gap), _p16(b_gap), _p32(stall_prob), stall_max,
+                   refresh_interval, refresh_cycles, int(aw_waits_for_w), int(keep_reads_on_reset),
+                   float(pick(port_bytes_per_cycle, m.port_bytes_per_cycle)),
+                   float(pick(bucket_bytes, m.shared_bucket_bytes)))
+
+    @classmethod
+    def from_model(cls, model: E.MemoryModel, size: int = MEM_BYTES, seed: int = 1, extra_gap: float = 0.0,
+                   keep_reads_on_reset: bool | None = None, accept_factor: int = 2) -> "AxiMemConfig":
+        """One port of a :class:`~zynqflow.spec.engine.MemoryModel` (the shared budget is the harness's,
+        :meth:`FastSim.attach_memory`). The slave accepts ``accept_factor`` times the outstanding limits,
+        so that the check of the limits is live; ``extra_gap`` adds R/AW/W gaps (``SimSpec.mem_gap``)."""
+        if model.beat_bytes != E.AXI_DATA_BITS // 8:
+            raise ValueError(f"memory model: beat_bytes {model.beat_bytes}, the harness's ports are "
+                             f"{E.AXI_DATA_BITS // 8}-byte")
+        gap = lambda g: 1.0 - (1.0 - g) * (1.0 - extra_gap)  # noqa: E731 - either gate
+        keep = getattr(model, "keep_reads_on_reset", False) if keep_reads_on_reset is None else keep_reads_on_reset
+        return cls.make(size, model.read_latency, model.write_latency, model.max_reads, model.max_writes,
+                        r_gap=gap(model.gap_r), aw_gap=gap(model.gap_aw), w_gap=gap(model.gap_w),
+                        seed=seed, accept_reads=accept_factor * model.max_reads,
+                        accept_writes=accept_factor * model.max_writes, ar_gap=model.gap_ar, b_gap=model.gap_b,
+                        stall_prob=model.stall_prob, stall_max=model.stall_max,
+                        refresh_interval=model.refresh_interval, refresh_cycles=model.refresh_cycles,
+                        aw_waits_for_w=model.aw_waits_for_w, keep_reads_on_reset=bool(keep),
+                        port_bytes_per_cycle=model.port_bytes_per_cycle, bucket_bytes=model.shared_bucket_bytes)
 
 
 class AxiMemStats(ctypes.Structure):
     """struct AxiMemStats of axi_mem.h."""
     _fields_ = [(n, ctypes.c_uint64) for n in (
         "bytes_read", "bytes_written", "read_bursts", "write_bursts", "read_beats", "write_beats", "protocol_errors",
-        "decerr", "slverr", "max_reads_outstanding", "max_writes_outstanding", "cycles")]
+        "decerr", "slverr", "max_reads_outstanding", "max_writes_outstanding", "cycles", "r_budget_cycles",
+        "w_budget_cycles", "refresh_cycles", "stall_cycles", "late_read_beats", "late_write_resps",
+        "dropped_writes")]
 
     def as_dict(self) -> dict[str, int]:
         return {n: int(getattr(self, n)) for n, _ in self._fields_}
+
+
+def memory_model(memory: "str | E.MemoryModel | Mapping | None" = None, **overrides) -> E.MemoryModel:
+    """A :class:`~zynqflow.spec.engine.MemoryModel` from a preset name, a model, or a dict of its fields
+    (None: ``ideal``), with ``overrides``."""
+    from dataclasses import replace
+
+    if memory is None or isinstance(memory, str):
+        return E.memory_preset(memory or "ideal", **overrides)
+    if isinstance(memory, E.MemoryModel):
+        return replace(memory, **overrides) if overrides else memory
+    return E.MemoryModel(**{**dict(memory), **overrides})
+
+
+def memory_name(memory) -> str:
+    """The preset's name for ``memory`` if it is one (unchanged), else ``custom``."""
+    if memory is None:
+        return "ideal"
+    if isinstance(memory, str):
+        return memory
+    m = memory_model(memory)
+    return next((k for k, v in E.MEMORY_PRESETS.items() if v == m), "custom")
 
 
 def _p16(p: float) -> int:
     if not 0.0 <= p < 1.0:
         raise ValueError(f"stall probability {p} is not in [0, 1)")
     return min(65535, round(p * 65536))
+
+
+def _p32(p: float) -> int:
+    if not 0.0 <= p < 1.0:
+        raise ValueError(f"stall probability {p} is not in [0, 1)")
+    return min(0xFFFFFFFF, round(p * 2 ** 32))
 
 
 def load_library(path) -> ctypes.CDLL:
@@ -317,7 +400,11 @@ def load_library(path) -> ctypes.CDLL:
            "zqh_mem_read": ([V, U32, U64, P, U64], ctypes.c_int),
            "zqh_mem_error_range": ([V, U32, U64, U64, U32, U32], ctypes.c_int),
            "zqh_mem_stats": ([V, U32, P], ctypes.c_int),
-           "zqh_mem_messages": ([V, U32, ctypes.c_char_p, U32], ctypes.c_int)}
+           "zqh_mem_messages": ([V, U32, ctypes.c_char_p, U32], ctypes.c_int),
+           "zqh_shared_config": ([V, ctypes.c_double, ctypes.c_double, U32], ctypes.c_int),
+           "zqh_shared_stats": ([V, ctypes.POINTER(ctypes.c_double), ctypes.POINTER(U64), ctypes.POINTER(U64)],
+                                ctypes.c_int),
+           "zqh_probe": ([V, ctypes.POINTER(U32), ctypes.POINTER(U32)], ctypes.c_int)}
     for name, (args, res) in sig.items():
         fn = getattr(lib, name)
         fn.argtypes, fn.restype = args, res
@@ -416,7 +503,7 @@ class FastSim:
     ``in_bytes`` / ``n_classes``: bytes per input frame and logits per output frame."""
 
     def __init__(self, lib, *, in_bytes: int, n_classes: int, regmap: Mapping[str, int] | None = None,
-                 ctrl: Mapping[str, int] | None = None, reg_delay: int = 4):
+                 ctrl: Mapping[str, int] | None = None, reg_delay: int = 4, layer_names: Sequence[str] = ()):
         self.lib_path = str(lib)
         self.lib = load_library(lib)
         if regmap is None:
@@ -427,6 +514,8 @@ class FastSim:
         if in_bytes % 4:
             raise ValueError(f"{in_bytes} bytes per frame is not a whole number of 32-bit beats")
         self.in_bytes, self.n_classes, self.reg_delay = int(in_bytes), int(n_classes), int(reg_delay)
+        self.layer_names = list(layer_names)   # for time-out messages (the manifest's layer order)
+        self.memory: E.MemoryModel | None = None
         self.maxi = bool(self.lib.zqh_maxi())
         h = self.lib.zqh_create()
         if not h:
@@ -437,6 +526,7 @@ class FastSim:
     def for_export(cls, lib, export_dir, **kw) -> "FastSim":
         man = json.loads((Path(export_dir) / "manifest.json").read_text())
         in_bytes = int(man["input"].get("bytes_per_frame", int(np.prod(man["input"]["shape"]))))
+        kw.setdefault("layer_names", [l["name"] for l in man.get("layers", [])])
         return cls(lib, in_bytes=in_bytes, n_classes=int(man["output"]["classes"]), **kw)
 
     # ---- basics --------------------------------------------------------------------
@@ -499,22 +589,45 @@ class FastSim:
     def mem(self, port: str) -> MemPort:
         return MemPort(self, port)
 
-    def attach_memory(self, weights: bytes, memory: Mapping[str, int] | None = None, wts_base: int = WTS_BASE,
-                      act_base: int = ACT_BASE, r_gap: float = 0.0, w_gap: float = 0.0, seed: int = 1) -> None:
-        """The DDR as the engine sees it: both AXI4 slave memories configured with ``memory``
-        (:class:`zynqflow.spec.engine.MemoryModel` fields; default the specification's), the weight
-        image at ``wts_base``, and the ``wts`` / ``act`` base registers written."""
+    def configure_memory(self, memory=None, seed: int = 1, extra_gap: float = 0.0,
+                         keep_reads_on_reset: bool | None = None, size: int = MEM_BYTES) -> E.MemoryModel:
+        """Both AXI4 slave memories and their shared budget as ``memory`` describes them (a preset name,
+        a :class:`~zynqflow.spec.engine.MemoryModel` or a dict of its fields; default ``ideal``); the
+        random gaps and stalls seeded from ``memory.seed`` and ``seed``. Clears the memories."""
         if not self.maxi:
-            raise RtlFastError("attach_memory: this model was built without AXI4 master ports")
-        m = dict(asdict(E.MEMORY_MODEL)) if memory is None else dict(memory)
-        kw = dict(size=MEM_BYTES, read_latency=m["read_latency"], write_latency=m["write_latency"],
-                  max_reads=m["max_reads"], max_writes=m["max_writes"], max_burst=E.AXI_BURST_BEATS,
-                  r_gap=r_gap, aw_gap=w_gap, w_gap=w_gap)
+            raise RtlFastError("configure_memory: this model was built without AXI4 master ports")
+        m = memory_model(memory)
         for k, port in enumerate(MAXI_PORTS):
-            self.mem(port).configure(seed=seed + k, **kw)
+            base = (m.seed * 1_000_003 + seed * 7919 + k * 104_729) & 0xFFFFFFFF
+            self.mem(port).configure(AxiMemConfig.from_model(m, size, base or 1, extra_gap, keep_reads_on_reset))
+        rate = (1.0 - m.cpu_share) * m.shared_bytes_per_cycle if m.shared_bytes_per_cycle > 0 else 0.0
+        self._mem_call("zqh_shared_config", rate, float(m.shared_bucket_bytes), int(m.charge_streams))
+        self.memory = m
+        return m
+
+    def attach_memory(self, weights: bytes, memory=None, wts_base: int = WTS_BASE, act_base: int = ACT_BASE,
+                      r_gap: float = 0.0, w_gap: float = 0.0, seed: int = 1,
+                      keep_reads_on_reset: bool | None = None) -> None:
+        """The DDR as the engine sees it: :meth:`configure_memory` with ``memory`` (and ``r_gap`` /
+        ``w_gap``: extra random R and AW/W gaps, the larger of the two), the weight image at
+        ``wts_base``, and the ``wts`` / ``act`` base registers written."""
+        self.configure_memory(memory, seed, max(r_gap, w_gap), keep_reads_on_reset)
         self.mem("wts").write(wts_base, weights)
         self.write64("wts", wts_base)
         self.write64("act", act_base)
+
+    def shared_stats(self) -> dict:
+        """The shared budget: ``level`` (bytes), ``stream_bytes`` charged, ``empty_cycles``."""
+        lv, sb, ec = ctypes.c_double(), ctypes.c_uint64(), ctypes.c_uint64()
+        self._mem_call("zqh_shared_stats", ctypes.byref(lv), ctypes.byref(sb), ctypes.byref(ec))
+        return dict(level=lv.value, stream_bytes=int(sb.value), empty_cycles=int(ec.value))
+
+    def probe(self) -> tuple[int, int] | None:
+        """(layer index, control state) of the engine now, in a build with the probe; else None."""
+        li, st = ctypes.c_uint32(), ctypes.c_uint32()
+        if self.lib.zqh_probe(self._h, ctypes.byref(li), ctypes.byref(st)) != 0:
+            return None
+        return int(li.value), int(st.value)
 
     def layer_cycles(self, n_layers: int) -> list[dict[str, int]]:
         """The last frame's cycles and memory-stall cycles of each layer (``layer_sel`` registers)."""
@@ -583,13 +696,24 @@ class FastSim:
         wall = time.perf_counter() - t0
         if rc == 1:
             msg = self.lib.zqh_error(self._h).decode()
+            where, cycle = self.probe(), self.cycle
+            layer = ""
+            if where is not None:
+                li, st = where
+                name = self.layer_names[li] if li < len(self.layer_names) else "after the last layer"
+                layer = f"; stopped in layer {li} ({name}), control state {st} at cycle {cycle}"
             try:
                 state = ", ".join(f"{k} 0x{v:x}" for k, v in
                                   self.registers([r for r in ("AP_CTRL", "status", "frames_done", "cycles_last")
                                                   if r in self.regmap]).items())
             except RtlFastError as e:
                 state = f"registers unreadable: {e}"
-            raise SimTimeout(f"the DUT stopped: {msg}; {state}")
+            err = SimTimeout(f"the DUT stopped: {msg}{layer}; {state}")
+            err.cycle = cycle
+            if where is not None:
+                err.layer = where[0]
+                err.layer_name = self.layer_names[where[0]] if where[0] < len(self.layer_names) else None
+            raise err
         self._check(rc, "run")
         return Batch(logits.astype(np.int64), {r: regv[:, k].copy() for k, r in enumerate(regs)},
                      in_first.astype(np.int64), out_last.astype(np.int64), flags, int(a.cycles), int(a.start_cycle),
@@ -604,10 +728,33 @@ def frame_cycles_estimate(export_dir) -> int:
     return Export(export_dir).frame_cycles()
 
 
-def cycle_budget(export_dir, backpressure: float = 0.0) -> int:
-    """Cycles without an output frame after which the DUT counts as stopped: 4x the estimate,
-    stretched for stalls, plus a margin."""
-    return int(4 * frame_cycles_estimate(export_dir) / (1.0 - min(backpressure, 0.95))) + 10_000
+def cycle_budget(export_dir, backpressure: float = 0.0, memory=None) -> int:
+    """Cycles without an output frame after which the DUT counts as stopped: 4x the estimate (under
+    ``memory``, a preset or model: the manifest's cycle model for that preset, else the ideal
+    estimate slowed by the memory's bandwidth caps, refresh and gaps), stretched for stream stalls,
+    plus a margin."""
+    m = memory_model(memory)
+    est = frame_cycles_estimate(export_dir)
+    if m != E.MEMORY_MODEL:
+        est = max(est, _memory_cycles_estimate(export_dir, m, est))
+    return int(4 * est / (1.0 - min(backpressure, 0.95))) + 10_000 + 4 * m.stall_max
+
+
+def _memory_cycles_estimate(export_dir, m: E.MemoryModel, ideal_cycles: int) -> int:
+    """A frame's cycles under ``m``: the exporter's cycle model when ``m`` is a preset it modelled
+    (manifest ``cycles_model_presets``), else a bound from the ideal estimate (sim/ does not plan)."""
+    man = json.loads((Path(export_dir) / "manifest.json").read_text())
+    for name, preset in E.MEMORY_PRESETS.items():
+        modelled = (man.get("cycles_model_presets") or {}).get(name)
+        if preset == m and modelled and modelled.get("cycles"):
+            return int(modelled["cycles"])
+    rate = min(m.port_bytes_per_cycle, m.beat_bytes)
+    if m.shared_bytes_per_cycle:
+        rate = min(rate, (1.0 - m.cpu_share) * m.shared_bytes_per_cycle / 2)
+    gaps = max(m.gap_ar, m.gap_r, m.gap_aw, m.gap_w, m.gap_b)
+    refresh = m.refresh_cycles / m.refresh_interval if m.refresh_interval else 0.0
+    slow = (m.beat_bytes / max(rate, 1e-3)) / (1.0 - min(gaps, 0.95)) / (1.0 - min(refresh, 0.95))
+    return int(ideal_cycles * slow * (1.0 + m.stall_prob * m.stall_max) + m.read_latency * 1000)
 
 
 def golden(export_dir, frames: np.ndarray) -> np.ndarray:
@@ -645,10 +792,12 @@ class SimSpec:
     regs: tuple = DEFAULT_REGS
     reg_delay: int = 4
     weights: str | None = None        # weights.bin: loaded into the wts memory (AXI4 master builds)
-    memory: dict | None = None        # MemoryModel fields (default the specification's)
-    mem_gap: float = 0.0              # probability per cycle of an R gap / AWREADY or WREADY low
+    memory: object = None             # a preset name, MemoryModel or dict of its fields (default ideal)
+    mem_gap: float = 0.0              # extra probability per cycle of an R gap / AWREADY or WREADY low
     n_layers: int = 0                 # read the per-layer counters after each batch
     setup: Callable[[FastSim], None] | None = None   # instead of the weights/memory set-up above
+    keep_reads_on_reset: bool | None = None          # None: the memory model's choice
+    layer_names: tuple = ()           # for time-out messages
 
     @classmethod
     def for_export(cls, lib, export_dir, **kw) -> "SimSpec":
@@ -656,18 +805,19 @@ class SimSpec:
         in_bytes = int(man["input"].get("bytes_per_frame", int(np.prod(man["input"]["shape"]))))
         w = Path(export_dir) / "weights.bin"
         kw.setdefault("n_layers", len(man.get("layers", [])))
+        kw.setdefault("layer_names", tuple(l["name"] for l in man.get("layers", [])))
         return cls(str(lib), in_bytes, int(man["output"]["classes"]), weights=str(w) if w.is_file() else None, **kw)
 
     def make(self, seed: int = 1) -> FastSim:
         sim = FastSim(self.lib, in_bytes=self.in_bytes, n_classes=self.n_classes, regmap=self.regmap,
-                      ctrl=self.ctrl, reg_delay=self.reg_delay)
+                      ctrl=self.ctrl, reg_delay=self.reg_delay, layer_names=self.layer_names)
         if self.setup is not None:
             self.setup(sim)
         elif sim.maxi:
             if self.weights is None:
                 raise RtlFastError("the engine reads its weights from DDR: no weights.bin given (SimSpec.weights)")
             sim.attach_memory(Path(self.weights).read_bytes(), self.memory, r_gap=self.mem_gap, w_gap=self.mem_gap,
-                              seed=seed)
+                              seed=seed, keep_reads_on_reset=self.keep_reads_on_reset)
         sim.start(auto_restart=True)
         return sim
 
@@ -747,6 +897,7 @@ def _run_chunk(sim: FastSim, spec: SimSpec, index: int, frames: np.ndarray, back
     r = dict(index=index, pid=os.getpid(), batch=b)
     if sim.maxi:
         r["mem"] = {p: sim.mem(p).stats() for p in MAXI_PORTS}
+        r["mem"]["shared"] = sim.shared_stats()
         msgs = [f"{p}: {m}" for p in MAXI_PORTS for m in sim.mem(p).messages()]
         if msgs:
             raise RtlFastError(f"AXI4 protocol errors on the engine's master ports: {'; '.join(msgs[:5])}")
@@ -830,18 +981,102 @@ def run_sharded(spec: SimSpec, frames: np.ndarray, *, workers: int | None = None
         layers=results[len(spans) - 1].get("layers") if spans else None)
 
 
+@dataclass
+class SeedRun:
+    """The frames through one simulator under one seed of the memory model (:func:`run_seeds`):
+    the batch, or the hang (time-out: message, layer, cycle) or protocol error that ended it."""
+
+    seed: int
+    batch: Batch | None = None
+    mem: dict | None = None           # the memories' counters (and the shared budget's)
+    layers: list | None = None        # per-layer counters of the last frame
+    hang: str | None = None
+    hang_layer: str | None = None
+    hang_cycle: int | None = None
+    error: str | None = None          # protocol errors on the master ports
+    wall_s: float = 0.0
+
+
+def _memory_run(spec: SimSpec, mem: E.MemoryModel, frames: np.ndarray, backpressure: float,
+                budget: int) -> SeedRun:
+    from dataclasses import replace
+
+    spec = replace(spec, memory=mem)
+    t0 = time.perf_counter()
+    sim = spec.make(seed=1)
+    out = SeedRun(mem.seed)
+    try:
+        r = _run_chunk(sim, spec, mem.seed, frames, backpressure, mem.seed, budget)
+        out.batch, out.mem, out.layers = r["batch"], r.get("mem"), r.get("layers")
+    except SimTimeout as e:
+        out.hang, out.hang_layer, out.hang_cycle = str(e), e.layer_name, e.cycle
+    except RtlFastError as e:
+        out.error = str(e)
+    finally:
+        if out.mem is None and sim.maxi:
+            out.mem = {p: sim.mem(p).stats() for p in MAXI_PORTS}
+        sim.close()
+    out.wall_s = time.perf_counter() - t0
+    return out
+
+
+def run_memories(spec: SimSpec, frames: np.ndarray, memories: Sequence, *, workers: int | None = None,
+                 backpressure: float = 0.0, frame_budget: int | Sequence[int] = 10_000_000,
+                 progress: Callable[[int, int], None] | None = None) -> list[SeedRun]:
+    """All ``frames`` through a fresh simulator behind each of ``memories`` (presets or MemoryModels; the
+    random gaps and stalls seeded by each model's ``seed``), one memory per task over ``workers``
+    processes, results in the order given. A hang or a protocol error ends that run and is returned,
+    not raised. ``frame_budget``: one for all, or one per memory."""
+    frames = np.ascontiguousarray(frames, dtype=np.uint8)
+    mems = [memory_model(m) for m in memories]
+    budgets = [int(frame_budget)] * len(mems) if isinstance(frame_budget, (int, np.integer)) else list(frame_budget)
+    workers = max(1, min(workers or os.cpu_count() or 1, len(mems)))
+    out: dict[int, SeedRun] = {}
+    if workers == 1:
+        for k, m in enumerate(mems):
+            out[k] = _memory_run(spec, m, frames, backpressure, budgets[k])
+            if progress:
+                progress(k + 1, len(mems))
+    else:
+        import multiprocessing as mp
+
+        ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
+        with ProcessPoolExecutor(workers, mp_context=ctx) as pool:
+            futs = {pool.submit(_memory_run, spec, m, frames, backpressure, budgets[k]): k
+                    for k, m in enumerate(mems)}
+            for fu in as_completed(futs):
+                out[futs[fu]] = fu.result()
+                if progress:
+                    progress(len(out), len(mems))
+    return [out[k] for k in range(len(mems))]
+
+
+def run_seeds(spec: SimSpec, frames: np.ndarray, seeds: Sequence[int], **kw) -> list[SeedRun]:
+    """:func:`run_memories` over ``spec.memory`` with each of ``seeds`` as its seed
+    (``memory_preset(name, seed=s)`` reproduces a run)."""
+    from dataclasses import replace
+
+    base = memory_model(spec.memory)
+    return run_memories(spec, frames, [replace(base, seed=s) for s in seeds], **kw)
+
+
 def run_export(export_dir, frames: np.ndarray, *, workers: int | None = None, chunk: int | None = None,
                backpressure: float = 0.0, seed: int = 1, expected: np.ndarray | None = None,
                check_golden: bool = True, build: FastBuild | None = None,
-               progress: Callable[[int, int], None] | None = None) -> ShardResult:
-    """Build (cached) the export's fast model, run ``frames`` sharded, check every frame (status 0,
+               progress: Callable[[int, int], None] | None = None, memory=None,
+               frame_budget: int | None = None) -> ShardResult:
+    """Build (cached) the export's fast model, run ``frames`` sharded behind ``memory`` (a preset
+    name or :class:`~zynqflow.spec.engine.MemoryModel`; default ``ideal``), check every frame (status 0,
     cycles_last as counted) and compare with ``expected`` logits, else with the golden model
-    (``check_golden=False``: no comparison). Raises :class:`LogitMismatch` on the first difference."""
+    (``check_golden=False``: no comparison). Raises :class:`LogitMismatch` on the first difference,
+    :class:`SimTimeout` (naming the layer and the cycle) when a frame takes longer than
+    ``frame_budget`` cycles (default :func:`cycle_budget`)."""
     build = build or FastBuild(export_dir)
     lib = build.build()
-    spec = SimSpec.for_export(lib, export_dir)
+    spec = SimSpec.for_export(lib, export_dir, memory=memory)
+    budget = frame_budget if frame_budget is not None else cycle_budget(export_dir, backpressure, memory)
     res = run_sharded(spec, frames, workers=workers, chunk=chunk, backpressure=backpressure, seed=seed,
-                      frame_budget=cycle_budget(export_dir, backpressure), progress=progress)
+                      frame_budget=budget, progress=progress)
     res.check()
     if expected is not None:
         compare_logits(res.logits, expected, "the expected logits")

@@ -270,9 +270,23 @@ class SimBuild:
         res = json.loads(result_file.read_text()) if result_file.exists() else {}
         res["_run_dir"] = str(run_dir)
         if n == 0 or failed:
-            msg = res.get("error") or f"cocotb test {testcase} failed ({failed}/{n}); log in {run_dir}"
-            raise AssertionError(msg)
+            msg = res.get("error") or "; ".join(_failures(xml)) or f"cocotb test {testcase} failed ({failed}/{n})"
+            raise AssertionError(f"{msg} (log in {run_dir})")
         return res
+
+
+def _failures(xml: Path) -> list[str]:
+    """The failure messages of cocotb's results.xml (exceptions the testbench did not turn into checks)."""
+    import xml.etree.ElementTree as ET
+    try:
+        root = ET.parse(xml).getroot()
+    except (OSError, ET.ParseError):
+        return []
+    out = []
+    for case in root.iter("testcase"):
+        for f in list(case.iter("failure")) + list(case.iter("error")):
+            out.append(f"{case.get('name')}: {f.get('message') or (f.text or '').strip()[-300:]}")
+    return out
 
 
 def run_tb(export_dir, testcase: str, rtl: str | None = None, seed: int = 1, run_name: str | None = None,

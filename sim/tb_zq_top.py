@@ -14,6 +14,11 @@ offsets come from :mod:`zynqflow.spec.engine`. Configuration by environment:
 ``ZQ_SOURCE``   ``vectors``, ``random:<seed>`` or a ``.npz`` with ``frames`` (and ``labels``)
 ``ZQ_MODE``     ``auto`` (auto_restart, back to back) or ``single`` (one ap_start per frame)
 ``ZQ_BACKPRESSURE``  1: random gaps and stalls on both streams and on every AXI4 channel
+``ZQ_MEMORY``   the DDR's memory preset (``ideal``, ``pynq-z2``, ``stress``; spec.engine.MEMORY_PRESETS)
+``ZQ_MEMORY_OVERRIDES``  JSON of MemoryModel fields changed from the preset (``{"seed": 3}``)
+``ZQ_FRAME_BUDGET``  cycles a frame may take from its start before the test fails as a hang,
+                naming the layer the engine is in and the cycle (0: none)
+``ZQ_TARGET_LAYER``  ``busy_hole``: the layer whose last step the memory isolates
 
 Logits are compared with ``zynqflow.spec.golden.golden_logits`` bit for bit.
 """
@@ -33,7 +38,7 @@ from cocotb.triggers import ClockCycles, RisingEdge
 from cocotb.utils import get_sim_steps, get_sim_time
 from cocotbext.axi import AxiLiteBus, AxiLiteMaster, AxiStreamBus, AxiStreamFrame, AxiStreamSink, AxiStreamSource
 
-from zynqflow.sim.ddr_model import Ddr
+from zynqflow.sim.ddr_model import Ddr, signal_reader
 from zynqflow.spec import engine as E
 from zynqflow.spec.golden import golden_logits
 from zynqflow.spec.qnet import QNet
@@ -86,7 +91,13 @@ class TB:
         self.source = AxiStreamSource(AxiStreamBus.from_prefix(dut, "s_axis_in"), clk, rst, reset_active_level=False)
         self.sink = AxiStreamSink(AxiStreamBus.from_prefix(dut, "m_axis_out"), clk, rst, reset_active_level=False)
         self.axil = AxiLiteMaster(AxiLiteBus.from_prefix(dut, "s_axi_control"), clk, rst, reset_active_level=False)
-        self.ddr = Ddr(dut, clk, rst, get_sim_steps(CLK_NS, "ns"))
+        overrides = json.loads(_env("ZQ_MEMORY_OVERRIDES", "{}"))
+        self.ddr = Ddr(dut, clk, rst, get_sim_steps(CLK_NS, "ns"), model=_env("ZQ_MEMORY", "ideal"), fatal=True,
+                       **overrides)
+        if self.ddr.model.charge_streams:      # no DMA here: the streams' bytes stand for its DDR traffic
+            for s_ in ("s_axis_in", "m_axis_out"):
+                self.ddr.charge_stream(getattr(dut, f"{s_}_TVALID"), getattr(dut, f"{s_}_TREADY"), E.STREAM_BITS // 8)
+        self.budget = int(_env("ZQ_FRAME_BUDGET", "0"))
         self.ddr.load(WTS_BASE, self.ex.weights)
         for lg in (self.source.log, self.sink.log, self.axil.write_if.log, self.axil.read_if.log):
             lg.setLevel("WARNING")
@@ -125,14 +136,29 @@ class TB:
         await self.source.send(AxiStreamFrame(data))
 
     async def recv_logits(self, timeout_cycles: int | None = None) -> np.ndarray:
+        timeout_cycles = timeout_cycles or self.budget or None
         if timeout_cycles is None:
             fr = await self.sink.recv()
         else:
             try:
                 fr = await cocotb.triggers.with_timeout(self.sink.recv(), timeout_cycles * CLK_NS, "ns")
             except cocotb.triggers.SimTimeoutError:
-                self.fail(f"no output frame within {timeout_cycles} cycles; engine state: {self.state()}")
+                self.fail(f"hang: no output frame within {timeout_cycles} cycles: {self.where()}")
         return np.frombuffer(bytes(fr.tdata), "<i4").astype(np.int64)
+
+    TOP_STATES = ("T_IDLE", "T_CHECK", "T_FETCH", "T_DECODE", "T_WAITWR", "T_RUN", "T_DRAIN", "T_INPUT", "T_OUT",
+                  "T_ABORT")
+
+    def where(self) -> str:
+        """The layer the engine is in, its control state, the memory's cycle and what is in flight."""
+        st = self.state()
+        layers = self.ex.man["layers"]
+        li, top = st.get("li"), st.get("state")
+        name = layers[li]["name"] if isinstance(li, int) and li < len(layers) else "?"
+        top_name = self.TOP_STATES[top] if isinstance(top, int) and top < len(self.TOP_STATES) else top
+        mem = "; ".join(f"{p.prefix}: {p.reads_outstanding} reads, {p.writes_outstanding} writes in flight"
+                        for p in self.ddr.ports)
+        return f"layer {li} '{name}', {top_name}, at cycle {self.ddr.cycle} ({mem}); engine: {st}"
 
     DEBUG_SIGNALS = ("state", "li", "abort", "err_flags", "u_core.busy", "u_core.u_loop.state", "u_fill.busy",
                      "u_fill.active", "u_wdma.busy", "u_wdma.active", "out_idle", "u_out.f_count", "stem_in_done",
@@ -210,6 +236,104 @@ class TB:
 
     async def frame_figures(self) -> dict:
         return {n: await self.rd(n) for n in ("cycles_last", "dram_stall_cycles", "dram_rd_bytes", "dram_wr_bytes")}
+
+
+class LastStepIsolator:
+    """A memory that isolates the last MAC step of a layer that writes DDR (the busy hole of
+    issue 16), as a hook of :class:`Ddr` that watches the engine (the cocotb build's public
+    signals) and steers the W channel of ``port``.
+
+    From the layer's start W is held, so the output FIFO fills and the loop stops (``out_full``).
+    Once it has stopped and every result is in (``quiet`` cycles without a step in the address
+    stages), ``k`` steps are left. The FIFO is then drained to ``c0`` units and W held again: the
+    loop runs a burst of steps until the results coming back push the FIFO over its threshold;
+    with c0 one below the threshold the burst is ``a`` steps (learnt from the first burst), each
+    unit less is one step more (the drain ends before the burst's first result is back). Bursts
+    are chosen so that exactly one step is left at the end; then W goes free and that last step
+    is issued alone, far from the one before it. One step per output pixel (1x1 kernel, one input
+    chunk) keeps the counting exact."""
+
+    QUIET = 25         # cycles without a step: every result of the steps issued is in the FIFO
+    SPREAD = 9         # c0 from threshold - 1 down to threshold - 1 - SPREAD (drain shorter than the pipeline)
+    T_RUN, G_RUN = 5, 3
+
+    def __init__(self, dut, port, li: int, steps: int, fifo_threshold: int):
+        self.port, self.li, self.steps, self.T = port, li, steps, fifo_threshold
+        u = dut.u_core
+        self.r = dict(li=signal_reader(dut.li), top=signal_reader(dut.state), loop=signal_reader(u.u_loop.state),
+                      l1=signal_reader(u.u_loop.l1_v), l2=signal_reader(u.u_loop.l2_v), s0=signal_reader(u.s_valid),
+                      full=signal_reader(dut.out_full), count=signal_reader(dut.u_out.f_count))
+        self.hold_w = False
+        port.hold("w", lambda c: self.hold_w)
+        self.phase = "wait"
+        self.issued = self.quiet = 0
+        self.prev_issue = self.last_issue = None
+        self.k_before = self.c0 = None
+        self.bursts: list[tuple[int, int, int]] = []    # (c0, steps left before, steps issued)
+        self.a = None
+        self.gap = None
+        self.done = False
+        self.why = ""
+
+    def report(self) -> dict:
+        return dict(phase=self.phase, done=self.done, gap=self.gap, bursts=self.bursts, a=self.a, why=self.why)
+
+    def _give_up(self, why: str) -> None:
+        self.why, self.phase, self.hold_w = why, "failed", False
+
+    def _plan(self, k: int) -> int:
+        """c0 for the next burst, from k steps left: the last burst leaves exactly one."""
+        a, R = self.a, self.SPREAD
+        x = k - 1
+        reach = [False] * (x + 1)
+        reach[0] = True
+        for y in range(1, x + 1):
+            reach[y] = any(reach[y - d] for d in range(a, a + R + 1) if d <= y)
+        for d in range(min(a + R, x), a - 1, -1):
+            if reach[x - d]:
+                return self.T - 1 - (d - a)
+        return self.T - 1
+
+    def cycle(self, c: int) -> None:
+        if self.phase in ("done", "failed"):
+            return
+        r = self.r
+        if self.phase == "wait":
+            if r["li"]() == self.li and r["top"]() == self.T_RUN:
+                self.phase, self.hold_w = "hold", True
+            return
+        if r["li"]() != self.li:
+            return self._give_up(f"layer {self.li} ended with {self.steps - self.issued} steps left unisolated")
+        s0 = r["s0"]()
+        if s0:
+            self.issued += 1
+            self.prev_issue, self.last_issue = self.last_issue, c
+        self.quiet = 0 if (s0 or r["l1"]() or r["l2"]()) else self.quiet + 1
+        if self.phase == "hold":
+            if self.quiet >= self.QUIET and r["full"]() and r["loop"]() == self.G_RUN:
+                k = self.steps - self.issued
+                if self.k_before is not None:
+                    d = self.k_before - k
+                    self.bursts.append((self.c0, self.k_before, d))
+                    fit = sorted(d_ - (self.T - 1 - c0_) for c0_, _, d_ in self.bursts)
+                    self.a = fit[len(fit) // 2]
+                if k == 1:
+                    self.phase, self.hold_w = "final", False
+                    return
+                if k < 1:
+                    return self._give_up("no step left")
+                self.c0 = self.T - 1 if self.a is None else self._plan(k)
+                if self.a is not None and k - 1 < self.a:
+                    return self._give_up(f"{k} steps left, a burst is at least {self.a}")
+                self.k_before, self.phase, self.hold_w = k, "drain", False
+        elif self.phase == "drain":
+            if r["count"]() <= self.c0:
+                self.phase, self.hold_w = "hold", True
+        elif self.phase == "final" and s0:
+            self.gap = c - self.prev_issue
+            self.done = self.gap >= self.QUIET
+            self.phase = "done" if self.done else "failed"
+            self.why = "" if self.done else f"last step only {self.gap} cycles after the one before"
 
 
 async def _run_stream(tb: TB, frames: np.ndarray) -> tuple[list[np.ndarray], list[float]]:
@@ -553,6 +677,88 @@ async def ddr_faults(dut):
     await tb.set_bases()
     await one(1, None, "good frame after a foreign weight image")
     tb.write_result(log=log, image_bytes=img)
+
+
+@cocotb.test(timeout_time=TIMEOUT_MS, timeout_unit="ms")
+async def busy_hole(dut):
+    """The memory isolates the last MAC step of layer ZQ_TARGET_LAYER (a layer that writes DDR):
+    it holds the W channel so that the output FIFO fills and the loop stops exactly one step
+    before the layer's end, waits until every result is in, then lets W go: the last step is
+    issued alone, long after the one before it. Then the frame must still be right."""
+    tb = TB(dut)
+    name = _env("ZQ_TARGET_LAYER")
+    li = [l["name"] for l in tb.ex.man["layers"]].index(name)
+    iso = LastStepIsolator(dut, tb.ddr.act, li, tb.ex.man["layers"][li]["mac_cycles"],
+                           fifo_threshold=E.RTL_OUT_FIFO_UNITS - E.RTL_OUT_FIFO_MARGIN)
+    tb.ddr.hooks.append(iso.cycle)
+    await tb.reset()
+    await tb.set_bases()
+    frames = tb.ex.frames(2, "random:13")[0]
+    expected = tb.ex.golden(frames)
+    got = []
+    for f in frames:
+        await tb.start()
+        await tb.send(tb.frame_bytes(f))
+        got.append(await tb.recv_logits())
+        if not iso.done:
+            break
+    status = await tb.rd("status")
+    tb.write_result(isolator=iso.report(), logits=got, expected=expected[:len(got)], status=status)
+    tb.check(iso.done, f"the memory could not isolate the last step of {name}: {iso.report()}")
+    tb.check(np.array_equal(got[0], expected[0]), f"logits of the frame whose last {name} step was isolated "
+                                                  f"({iso.report()}) differ from golden: {got[0].tolist()} != "
+                                                  f"{expected[0].tolist()}")
+    tb.check(status == 0, f"status 0x{status:08x} ({E.decode_status(status)})")
+    tb.check(len(got) == 2 and np.array_equal(got[1], expected[1]), "the frame after it differs from golden")
+
+
+@cocotb.test(timeout_time=TIMEOUT_MS, timeout_unit="ms")
+async def reset_reads_in_flight(dut):
+    """A PL reset while the weight port has its 8 reads in flight (R held back once the header is
+    in): the memory answers them after the reset, from a weight image the host has since
+    overwritten (garbage); the next frame, on a fresh copy of the image, must take none of those
+    late beats: right logits, status 0, and the frame after it too."""
+    tb = TB(dut)
+    await tb.reset()
+    await tb.set_bases()
+    frames = tb.ex.frames(3, "random:17")[0]
+    expected = tb.ex.golden(frames)
+    port = tb.ddr.wts
+    hdr_beats = tb.ex.man["memory"]["header_bytes"] * 8 // E.AXI_DATA_BITS
+    hold = port.hold("r", lambda c: port.read.beats >= hdr_beats)
+    await tb.start()
+    sender = cocotb.start_soon(tb.send(tb.frame_bytes(frames[0])))
+    for _ in range(20000):
+        await RisingEdge(dut.ap_clk)
+        if port.reads_outstanding >= E.MEMORY_MODEL.max_reads:
+            break
+    in_flight = port.reads_outstanding
+    tb.check(in_flight >= 2, f"only {in_flight} weight reads in flight before the reset")
+    sender.kill()
+    tb.source.clear()
+    await tb.reset(cycles=5)
+    # the host moves the image: the old copy is overwritten, the late beats carry that garbage
+    tb.ddr.load(WTS_BASE, bytes((i * 37 + 11) & 0xFF for i in range(len(tb.ex.weights))))
+    wts2 = WTS_BASE + 0x0100_0000
+    tb.ddr.load(wts2, tb.ex.weights)
+    await tb.set_bases(wts=wts2)
+    got = []
+    await tb.start(auto_restart=True)
+    cocotb.start_soon(tb.send(tb.frame_bytes(frames[1])))
+    await ClockCycles(dut.ap_clk, 30)            # the new frame's reads queue behind the late ones
+    port.release("r", hold)
+    got.append(await tb.recv_logits())
+    cocotb.start_soon(tb.send(tb.frame_bytes(frames[2])))
+    got.append(await tb.recv_logits())
+    await tb.wr("AP_CTRL", 0)
+    status = await tb.rd("status")
+    late = port.read.bursts
+    tb.write_result(in_flight=in_flight, logits=got, expected=expected[1:], status=status, wts_bursts=late)
+    tb.check(np.array_equal(got[0], expected[1]), f"the frame after a reset with {in_flight} reads in flight: "
+                                                  f"{got[0].tolist()} != {expected[1].tolist()} (status "
+                                                  f"{E.decode_status(status)})")
+    tb.check(np.array_equal(got[1], expected[2]), "the second frame after the reset differs from golden")
+    tb.check(status == 0, f"status 0x{status:08x} ({E.decode_status(status)}) after the reset with reads in flight")
 
 
 @cocotb.test(timeout_time=TIMEOUT_MS, timeout_unit="ms", skip=_env("ZQ_DEBUG") is None)

@@ -4,13 +4,20 @@ An event model at the granularity the RTL twin makes its decisions: per band
 (is the input ring far enough?), per (band, channel group) block (are its
 weights in the ring?), per block of results bound for DDR (can the write port
 drain them?), and per row of the DMAs that feed the rings. Every transfer uses
-the memory model of the specification (``spec.engine.MEMORY_MODEL``: read and
-write latency, one 64-bit beat per cycle and port, bursts outstanding), so the
-model tells compute-bound layers from the ones bound by DDR reads, DDR writes,
-the weight stream or the input stream.
+a memory model of the specification (``spec.engine.MemoryModel``, a preset of
+``MEMORY_PRESETS`` by name or a model; ``ideal`` by default): read and write
+latency, and the rate at which each port moves beats (:func:`port_rates`: the
+per-port token bucket, refresh, random gaps and stalls of ``stress`` on
+average). The budget every master shares (both ports and the charged streams)
+is applied per layer: a layer whose traffic would exceed it is slowed until it
+does not (a fixed point over a few passes). So the model tells compute-bound
+layers from the ones bound by DDR reads, DDR writes, the weight stream, the
+input stream or the shared DDR budget (``bound``: compute, ddr read, ddr write,
+weights, input stream, ddr shared).
 
     from zynqflow.spec.cycles import predict
     p = predict(plan)                          # plan: zynqflow.export.plan.HwPlan
+    p = predict(plan, memory="pynq-z2")        # or memory=memory_preset("pynq-z2", cpu_share=0.25)
     p["frame"]["cycles"], p["frame"]["fps_at_100mhz"], p["layers"][i]["cycles"], p["layers"][i]["bound"]
 
 ``layers[i]["cycles"]`` is what the RTL twin's ``layer_cycles`` register counts
@@ -97,6 +104,105 @@ class RtlTiming:
 RTL_TIMING = RtlTiming()
 
 
+# ---- the memory's rates -----------------------------------------------------------------------
+def _bucket_rate(rate: float, depth: float, peak: float, M: E.MemoryModel, shared: bool = False) -> float:
+    """Bytes per cycle a token bucket of ``rate`` and ``depth`` lets through a channel that could move
+    ``peak`` bytes per cycle, under continuous demand, with the memory's blocked cycles: refresh
+    (``refresh_cycles`` of every ``refresh_interval``) and, for a port's own bucket, its random
+    stalls (1..stall_max cycles, starting with probability stall_prob per free cycle). While the
+    channel is blocked the bucket fills up to its depth; what would overflow is lost."""
+    lost = 0.0          # bucket bytes lost per cycle
+    blocked = 0.0       # fraction of the cycles blocked
+    if M.refresh_interval > 0 and M.refresh_cycles > 0:
+        blocked += M.refresh_cycles / M.refresh_interval
+        lost += max(0.0, rate * M.refresh_cycles - depth) / M.refresh_interval
+    if not shared and M.stall_prob > 0 and M.stall_max > 0:
+        mean = (M.stall_max + 1) / 2.0
+        starts = M.stall_prob * (1.0 - blocked) / (1.0 + M.stall_prob * mean)   # stalls per cycle
+        over = sum(max(0.0, rate * n - depth) for n in range(1, M.stall_max + 1)) / M.stall_max
+        blocked += starts * mean
+        lost += starts * over
+    return max(0.0, min(peak * (1.0 - blocked), rate - lost))
+
+
+def port_rates(memory: E.MemoryModel) -> dict:
+    """What each direction of a port moves on average under continuous demand, and the shared budget:
+    ``read_beats`` / ``write_beats`` per cycle (the port's bucket through refresh, random gaps and
+    stalls, and the outstanding limit: ``max_reads`` 16-beat bursts per read round trip),
+    ``shared_bytes`` per cycle (0: no shared limit) after the CPU's share and refresh."""
+    M = memory
+    beat = float(M.beat_bytes)
+    rd = _bucket_rate(M.port_bytes_per_cycle, M.shared_bucket_bytes, beat * (1.0 - M.gap_r), M)
+    wr = _bucket_rate(M.port_bytes_per_cycle, M.shared_bucket_bytes, beat * (1.0 - M.gap_w), M)
+    # the outstanding limit: max_reads bursts of AXI_BURST_BEATS per round trip (AR .. last beat),
+    # in the cycles that are not refresh
+    b = E.AXI_BURST_BEATS
+    free = 1.0 - (M.refresh_cycles / M.refresh_interval if M.refresh_interval else 0.0)
+    rd = min(rd, beat * M.max_reads * b / (M.read_latency + b + 1) * free)
+    wr = min(wr, beat * M.max_writes * b / (M.write_latency + b + 1) * free)
+    shared = 0.0
+    if M.shared_bytes_per_cycle > 0:
+        shared = _bucket_rate((1.0 - M.cpu_share) * M.shared_bytes_per_cycle, M.shared_bucket_bytes, 4 * beat, M,
+                              shared=True)
+    return dict(read_beats=rd / beat, write_beats=wr / beat, shared_bytes=shared)
+
+
+def memory_of(memory) -> E.MemoryModel:
+    """A MemoryModel from a preset name or a model (None: ``ideal``)."""
+    if memory is None:
+        return E.MEMORY_MODEL
+    if isinstance(memory, str):
+        return E.memory_preset(memory)
+    return memory
+
+
+def scale_memory(memory, clock_mhz: float) -> E.MemoryModel:
+    """``memory`` (described at 100 MHz) as an engine clocked at ``clock_mhz`` sees it: the DDR keeps
+    its nanoseconds and bytes per second, so latencies and refresh grow with the clock (rounded up)
+    and the shared budget per cycle shrinks; a port still moves up to a beat per fabric cycle."""
+    import math
+    from dataclasses import replace
+
+    M = memory_of(memory)
+    f = clock_mhz / 100.0
+    if f == 1.0:
+        return M
+    up = lambda v: int(math.ceil(v * f))  # noqa: E731
+    return replace(M, read_latency=up(M.read_latency), write_latency=up(M.write_latency),
+                   refresh_interval=up(M.refresh_interval), refresh_cycles=up(M.refresh_cycles),
+                   shared_bytes_per_cycle=M.shared_bytes_per_cycle / f,
+                   port_bytes_per_cycle=min(M.port_bytes_per_cycle, float(M.beat_bytes)) / f
+                   if M.port_bytes_per_cycle < M.beat_bytes else M.port_bytes_per_cycle,
+                   stall_max=up(M.stall_max))
+
+
+BOUND_PRESETS = ("ideal", "pynq-z2")
+
+
+def bound_table(plan, memories=BOUND_PRESETS, cached: bool = True) -> tuple[list[dict], str]:
+    """What bounds each layer under each memory (preset names or models): rows
+    ``{name, cycles: {memory: c}, bound: {memory: b}}`` and the table as text (make export, make report)."""
+    names = [m if isinstance(m, str) else "custom" for m in memories]
+    preds = [predict(plan, memory=m, cached=cached) for m in memories]
+    rows = []
+    for i, l in enumerate(plan.layers):
+        rows.append(dict(name=l.name, mac_cycles=l.mac_cycles,
+                         cycles={n: p["layers"][i]["cycles"] for n, p in zip(names, preds)},
+                         bound={n: p["layers"][i]["bound"] for n, p in zip(names, preds)}))
+    w = max([len(r["name"]) for r in rows] + [5])
+    head = f"{'layer':<{w}}  {'MAC cycles':>10}" + "".join(f"  {n + ' cycles':>16}  {'bound':<12}" for n in names)
+    lines = [f"cycle model of the RTL twin, {plan.engine.n_pe} x {plan.engine.n_ci} engine (spec.cycles; "
+             "a model, not a measurement): what bounds each layer under each memory preset", head,
+             "-" * len(head)]
+    for r in rows:
+        lines.append(f"{r['name']:<{w}}  {r['mac_cycles']:>10}" + "".join(
+            f"  {r['cycles'][n]:>16}  {r['bound'][n]:<12}" for n in names).rstrip())
+    lines.append("-" * len(head))
+    lines.append(f"{'frame':<{w}}  {sum(r['mac_cycles'] for r in rows):>10}" + "".join(
+        f"  {p['frame']['cycles']:>16}  {p['frame']['fps_at_100mhz']:.1f} fps".ljust(32) for p in preds).rstrip())
+    return rows, "\n".join(lines)
+
+
 # ---- time series of a released count ------------------------------------------------
 class _Released:
     """A count that only grows (rows or words a consumer has released), with the time of each step."""
@@ -122,13 +228,15 @@ class _Released:
 
 
 class _Stream:
-    """A DMA that fills a ring of ``ring`` slots item by item (rows or words) at one beat per
-    cycle, with ``latency`` cycles from request to first beat; an item may be requested once
-    the consumer has released the item that slot held (``release``)."""
+    """A DMA that fills a ring of ``ring`` slots item by item (rows or words), with ``latency``
+    cycles from request to first beat, its beats at ``chan.cpb(t)`` cycles each (1: one beat per
+    cycle; the memory's rate at the time); an item may be requested once the consumer has
+    released the item that slot held (``release``)."""
 
     def __init__(self, t0: float, beats: list[int], ring: int | None, release: _Released, latency: int,
-                 extra: int):
+                 extra: int, chan: "_Channel | None" = None):
         self.beats, self.ring, self.release, self.latency, self.extra = beats, ring, release, latency, extra
+        self.chan = chan or _Channel(1.0, None)
         self.done: list[float] = []
         self.t0 = t0
 
@@ -138,8 +246,29 @@ class _Stream:
             i = len(self.done)
             prev = self.done[-1] if self.done else self.t0
             req = self.t0 if self.ring is None else max(self.t0, self.release.when(i + 1 - self.ring))
-            self.done.append(max(prev, req + self.latency) + self.beats[i])
+            start = max(prev, req + self.latency)
+            self.done.append(self.chan.move(start, self.beats[i]))
         return self.done[n - 1] + self.extra if n > 0 else float("-inf")
+
+
+class _Channel:
+    """One direction of a port in the model: ``beats_per_cycle`` alone, slowed by ``slow`` (the
+    shared budget's factor per time window of the previous pass), its busy intervals recorded."""
+
+    def __init__(self, beats_per_cycle: float, slow: list[float] | None, window: int = 1):
+        self.cpb0 = 1.0 / beats_per_cycle
+        self.slow, self.window = slow, window
+        self.busy: list[tuple[float, float, float]] = []     # (start, end, slowdown used)
+
+    def move(self, start: float, beats: int) -> float:
+        """A transfer of ``beats`` starting at ``start``: the time its last beat is done."""
+        f = 1.0
+        if self.slow:
+            w = int(start // self.window) if start > 0 else 0
+            f = self.slow[w] if w < len(self.slow) else 1.0
+        end = start + beats * self.cpb0 * f
+        self.busy.append((start, end, f))
+        return end
 
 
 # ---- the model ----------------------------------------------------------------------------
@@ -156,13 +285,95 @@ def _released_rows(l, band: int) -> int:
     return min(l.in_size, max(0, nxt - l.k // 2))
 
 
-def predict(plan, memory: E.MemoryModel = E.MEMORY_MODEL, timing: RtlTiming = RTL_TIMING,
-            cached: bool = True, clock_mhz: float = 100.0) -> dict:
-    T, M, eng = timing, memory, plan.engine
+SHARED_WINDOW = 2048   # cycles: the time windows in which the model shares the DDR budget
+
+
+def predict(plan, memory: E.MemoryModel | str | None = None, timing: RtlTiming = RTL_TIMING,
+            cached: bool = True, clock_mhz: float = 100.0, passes: int = 4) -> dict:
+    """The frame and every layer under ``memory`` (a MemoryModel or a preset's name; default ``ideal``).
+
+    The shared budget: after a pass, every window of ``SHARED_WINDOW`` cycles gets each channel's
+    demand (its busy time at its own rate, the weight reads, the tensor reads and writes) and the
+    charged input stream's bytes; where they exceed the budget, the channels share it max-min fairly
+    (a channel that needs less than an equal share keeps its demand: what the memory's arbitration,
+    a beat for every ready channel while the budget is positive, does on average) and the next pass
+    slows each channel's transfers in that window by its factor. ``passes`` bounds the passes."""
+    M = memory_of(memory)
+    rates = port_rates(M)
+    slow: dict[str, list[float]] | None = None
+    res = None
+    for k in range(max(1, passes)):
+        res, chans, stream = _one_pass(plan, M, timing, cached, clock_mhz, rates, slow)
+        if not rates["shared_bytes"] or k == passes - 1:
+            break
+        nxt = _share(chans, stream, rates["shared_bytes"], M.beat_bytes)
+        if nxt == slow or (slow is None and not any(f > 1.0 for v in nxt.values() for f in v)):
+            break
+        slow = nxt
+    if slow:   # a DDR-bound layer whose channel the shared budget slowed: bound by the shared budget
+        chan = {"ddr read": "act read", "ddr write": "act write", "weights": "weights"}
+        for l in res["layers"]:
+            c = chan.get(l["bound"])
+            if c is None:
+                continue
+            w0, w1 = l["start_cycle"] // SHARED_WINDOW, (l["start_cycle"] + l["cycles"]) // SHARED_WINDOW + 1
+            f = slow[c][w0:w1]
+            if f and sum(f) / len(f) > 1.02:
+                l["bound"] = "ddr shared"
+    return res
+
+
+def _share(chans: dict, stream: list[float], budget: float, beat: int) -> dict[str, list[float]]:
+    """Per channel and window, the factor by which the shared budget slows it (1: not at all)."""
+    W = SHARED_WINDOW
+    n = 1 + int(max([e for c in chans.values() for _, e, _ in c.busy] + [len(stream) * W]) // W)
+    demand = {}
+    for name, c in chans.items():
+        d = [0.0] * n
+        rate = beat / c.cpb0                                # bytes per cycle when alone
+        for s0, e0, f in c.busy:
+            if e0 <= s0:
+                continue
+            per = rate / f                                  # unslowed bytes per cycle of the interval
+            s, e = max(0.0, s0), e0
+            while s < e:
+                w = int(s // W)
+                cut = min(e, (w + 1) * W)
+                d[w] += per * (cut - s)
+                s = cut
+        demand[name] = [x / W for x in d]
+    out = {name: [1.0] * n for name in chans}
+    for w in range(n):
+        cap = budget - (stream[w] / W if w < len(stream) else 0.0)
+        want = {k: v[w] for k, v in demand.items() if v[w] > 0}
+        if sum(want.values()) <= cap or not want:
+            continue
+        cap = max(cap, 1e-9)
+        level, left, rest = 0.0, cap, sorted(want.items(), key=lambda kv: kv[1])
+        for i, (k, v) in enumerate(rest):                   # water filling
+            share = left / (len(rest) - i)
+            if v <= share:
+                left -= v
+                continue
+            level = share
+            for k2, v2 in rest[i:]:
+                out[k2][w] = v2 / level
+            break
+    return out
+
+
+def _one_pass(plan, M: E.MemoryModel, T: RtlTiming, cached: bool, clock_mhz: float, rates: dict,
+              slow: dict | None):
+    eng = plan.engine
     n_pe, n_ci = eng.n_pe, eng.n_ci
     bpu = n_pe // 8                        # 64-bit beats per N_PE-byte unit (results, DDR tensors)
     bpw = n_pe * n_ci // 8                 # beats per weight word
     L = plan.layers
+    slow = slow or {}
+    W = SHARED_WINDOW
+    ch_w = _Channel(rates["read_beats"], slow.get("weights"), W)      # m_axi_wts reads
+    ch_r = _Channel(rates["read_beats"], slow.get("act read"), W)     # m_axi_act reads (ring fills)
+    ch_o = _Channel(rates["write_beats"], slow.get("act write"), W)   # m_axi_act writes
 
     # ---- the weight stream (zq_wdma): header, then the words in consumption order -------------
     w_release = _Released(0.0)
@@ -170,9 +381,10 @@ def predict(plan, memory: E.MemoryModel = E.MEMORY_MODEL, timing: RtlTiming = RT
     if plan.weight_cache and cached:
         weights = None                     # the image stays on chip from the previous frame
     else:
-        t_hdr = T.dma_start + M.read_latency + hdr_beats + 2        # header checked
+        t_hdr = ch_w.move(T.dma_start + M.read_latency, hdr_beats) + 2        # header checked
         ring = None if plan.weight_cache else plan.wring_words
-        weights = _Stream(t_hdr, [bpw] * plan.image_words, ring, w_release, M.read_latency + T.dma_start, 2)
+        weights = _Stream(t_hdr, [bpw] * plan.image_words, ring, w_release, M.read_latency + T.dma_start, 2,
+                          ch_w)
 
     # ---- the stem (zq_stem): raw rows from the stream, stem rows from the window builder -----
     st = plan.stem
@@ -230,7 +442,7 @@ def predict(plan, memory: E.MemoryModel = E.MEMORY_MODEL, timing: RtlTiming = RT
             cg = row["src_cgrps"]
             fill_release = _Released(t_start)
             fill = _Stream(t_start + T.dma_start, [l.in_size * cg * bpu] * l.in_size, l.ring_rows, fill_release,
-                           M.read_latency + T.dma_start, T.row_written)
+                           M.read_latency + T.dma_start, T.row_written, ch_r)
             rd_bytes += l.in_size * l.in_size * cg * n_pe
         spp = l.k * l.k * l.ci_chunks     # MAC steps per output pixel
         band_px = l.band_rows * l.out_size
@@ -263,8 +475,10 @@ def predict(plan, memory: E.MemoryModel = E.MEMORY_MODEL, timing: RtlTiming = RT
                     # the write port drains band_px units of bpu beats; the loop runs at most
                     # out_fifo_ahead units ahead of it
                     first = t_run + spp + T.result_latency + T.burst_start
-                    w_free = max(w_free, first) + band_px * bpu
-                    lim = w_free - T.out_fifo_ahead * bpu - T.result_latency
+                    start = max(w_free, first)
+                    w_free = ch_o.move(start, band_px * bpu)
+                    cpb = (w_free - start) / (band_px * bpu)
+                    lim = w_free - T.out_fifo_ahead * bpu * cpb - T.result_latency
                     if lim > t:
                         stall_out += lim - t
                         t = lim
@@ -284,11 +498,11 @@ def predict(plan, memory: E.MemoryModel = E.MEMORY_MODEL, timing: RtlTiming = RT
         stalls = dict(input_rows=stall_rows, weights=stall_w, ddr_write=stall_out, ddr_write_wait=wait_wr)
         cyc = t - t_fetch
         bound = max(stalls, key=stalls.get) if max(stalls.values()) > 0.02 * cyc else "compute"
-        if bound == "input_rows":
-            bound = "input stream" if l.src_kind == E.SRC_STEM else "ddr read"
+        bound = dict(input_rows="input stream" if l.src_kind == E.SRC_STEM else "ddr read", ddr_write="ddr write",
+                     ddr_write_wait="ddr write").get(bound, bound)
         out.append(dict(name=l.name, cycles=int(round(cyc)), mac_cycles=l.mac_cycles, issue_cycles=mac,
                         stall_cycles={k: int(round(v)) for k, v in stalls.items()}, bound=bound,
-                        macs=l.macs))
+                        macs=l.macs, start_cycle=int(round(t_fetch))))
     n_cls = plan.gap["classes"] if "classes" in plan.gap else plan.cfg.num_classes
     # the frame: the input must be all taken before the logits go out
     t_in = stem_ready(st["size"]) if L else 0.0
@@ -297,11 +511,37 @@ def predict(plan, memory: E.MemoryModel = E.MEMORY_MODEL, timing: RtlTiming = RT
     cycles = int(round(t_end))
     macs = sum(l.macs for l in L)
     period = cycles + T.restart
-    return dict(
+    # the charged streams per window: the input frame as the stem takes it, the logits at the end
+    stream = []
+    if M.charge_streams:
+        row_bytes = st["in_size"] * st["in_ch"]
+        for k, t1 in enumerate(raw_done):
+            t0 = raw_done[k - 1] if k else t1 - raw_row
+            _spread(stream, t0, t1, row_bytes)
+        _spread(stream, t_end - n_cls, t_end, 4 * n_cls)
+    res = dict(
         label="cycle model of the RTL twin (zynqflow.spec.cycles): an event model over the plan, not a measurement",
-        memory=asdict(memory), cached_weights=bool(plan.weight_cache and cached), layers=out,
+        memory=asdict(M), memory_rates=rates, cached_weights=bool(plan.weight_cache and cached), layers=out,
         frame=dict(cycles=cycles, period_cycles=period, clock_mhz=clock_mhz,
                    fps=clock_mhz * 1e6 / period, fps_at_100mhz=100e6 / period,
                    utilization=macs / (n_pe * n_ci * cycles) if cycles else 0.0,
                    mac_cycles=sum(l.mac_cycles for l in L), dram_rd_bytes=int(rd_bytes),
                    dram_wr_bytes=int(wr_bytes)))
+    return res, {"weights": ch_w, "act read": ch_r, "act write": ch_o}, stream
+
+
+def _spread(acc: list[float], t0: float, t1: float, amount: float) -> None:
+    """Add ``amount`` spread evenly over [t0, t1) to the per-window list ``acc``."""
+    W = SHARED_WINDOW
+    t0 = max(0.0, t0)
+    if t1 <= t0:
+        t1 = t0 + 1e-9
+    per = amount / (t1 - t0)
+    s = t0
+    while s < t1:
+        w = int(s // W)
+        while len(acc) <= w:
+            acc.append(0.0)
+        cut = min(t1, (w + 1) * W)
+        acc[w] += per * (cut - s)
+        s = cut

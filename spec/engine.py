@@ -44,6 +44,27 @@ AXI_ADDR_BITS = 32
 AXI_BURST_BEATS = 16   # the longest burst issued (AXI3 HP ports take at most 16)
 STREAM_BITS = 32       # s_axis_in / m_axis_out TDATA
 PIXELS_PER_BEAT = STREAM_BITS // 8
+AXI_LINE_BYTES = AXI_BURST_BEATS * AXI_DATA_BITS // 8   # 128: the DMAs' bursts never cross a line (so never 4 KiB)
+
+# ---------------------------------------------------------------------------
+# The RTL twin's compute pipeline (rtl/zq_loop_gen.sv -> rtl/zq_core.sv): the register stages
+# a MAC step passes from its issue to the write-back of its result. The modules take their
+# latencies from here (zq_core checks the sum at elaboration), zq_out_dma its FIFO margin,
+# zq_top its drain, the cycle model (spec/cycles.py) a layer's fill.
+RTL_PIPE_ADDR = 3        # zq_loop_gen: L1 (taps, bounds), L2 (row terms), S0 (the step)
+RTL_PIPE_READ = 3        # activation RAM and weight-ring read: S0 -> S3
+RTL_PIPE_MAC = 8         # zq_mac_array: S3 -> S11
+RTL_PIPE_REQUANT = 4     # zq_requant: S11 -> S15
+RTL_PIPE_WRITEBACK = 1   # S16: the write-back registers (activation RAM, output FIFO, GAP sums)
+RTL_PIPE_DEPTH = RTL_PIPE_ADDR + RTL_PIPE_READ + RTL_PIPE_MAC + RTL_PIPE_REQUANT + RTL_PIPE_WRITEBACK
+# zq_out_dma's data FIFO (N_PE-byte result units) asks the loop to stop (`full`, registered)
+# while fewer than RTL_OUT_FIFO_MARGIN units are free: the steps issued until the loop sees it
+# still deliver up to RTL_PIPE_DEPTH + 1 units; the rest is slack.
+RTL_OUT_FIFO_UNITS = 64
+RTL_OUT_FIFO_MARGIN = RTL_PIPE_DEPTH + 1 + 4
+# zq_top waits RTL_LAYER_DRAIN cycles after zq_core's busy falls (the last result in the
+# write-back registers) before it fetches the next layer's row (at least the write-back).
+RTL_LAYER_DRAIN = 4
 
 ERROR_LOGIT = -32768   # every beat of an error frame (int16 minimum, sign-extended to 32 bits)
 
@@ -412,6 +433,23 @@ class MemoryModel:
     clock cycles since it was created (a DUT reset does not restart it): no new R
     beat is shown and WREADY is low.
 
+    **Stress** (random, so implementations agree on the kind only): ``gap_x`` is the
+    probability per cycle that the channel's READY (AR, AW, W) is low, or that a new
+    VALID (R, B) is held back (a shown beat stays); ``stall_prob`` the probability per
+    cycle (when not stalled) that a port stalls for a uniform 1..``stall_max`` cycles:
+    ARREADY, AWREADY and WREADY low, no new R or B beat. ``aw_waits_for_w``: AWREADY only
+    while the slave holds an accepted W beat not yet matched to an AW (A3.3.1 allows a
+    slave to wait for WVALID). The slave accepts up to twice ``max_reads`` / ``max_writes``
+    bursts; a master with more than ``max_reads`` / ``max_writes`` outstanding is a
+    protocol error (the engine's limit is 8 of each per port).
+
+    **Reset** (``keep_reads_on_reset``, every preset): the PS HP port does not see the PL's
+    reset. The read bursts in flight are answered during and after a DUT reset, as are
+    the B responses of write bursts whose AW and last W beat had both arrived; a write
+    burst still missing its AW or beats is dropped. The RTL twin counts on it (it drops
+    those late responses and waits for them). False drops every transaction in flight,
+    as the simulators did before (not an AXI slave's behaviour: for old comparisons only).
+
     Sources (docs/ARCHITECTURE.md, "The memory model"): UG585 (Zynq-7000 TRM):
     HP ports 64-bit AXI3, 16-beat bursts, read/write acceptance 8/32, the DDR
     controller ~75 % efficient on mixed traffic; the PYNQ-Z2 reference manual:
@@ -440,6 +478,7 @@ class MemoryModel:
     stall_prob: float = 0.0
     stall_max: int = 0
     aw_waits_for_w: bool = False
+    keep_reads_on_reset: bool = True
     seed: int = 1
 
 

@@ -84,7 +84,7 @@ def test_space_samples_only_legal_designs():
         plan = plan_hardware(qnet, eng)
         # the search's cycles are the exporter's plan through the cycle model, cycle for cycle
         model = hw_model.evaluate(d.cfg, d.n_pe, d.n_ci)["cycles_per_frame"]
-        assert model == predict(plan)["frame"]["period_cycles"]
+        assert model == predict(plan, memory="pynq-z2")["frame"]["period_cycles"]   # the board's memory
 
 
 def test_space_errors_name_the_field():
@@ -103,8 +103,8 @@ def test_hw_model_is_the_flows_models():
     cfg = get_config("zynqnet-mini")
     r = hw_model.evaluate(cfg, 16, 8)
     plan = plan_layout(cfg, EngineParams(16, 8))
-    pred = predict(plan)
-    assert r["cycles_per_frame"] == pred["frame"]["period_cycles"]
+    pred = predict(plan, memory="pynq-z2")      # the xc7z020's board memory (hw_model.PARTS)
+    assert r["cycles_per_frame"] == pred["frame"]["period_cycles"] and r["detail"]["memory"] == "pynq-z2"
     assert r["fps"] == pytest.approx(100e6 / r["cycles_per_frame"]) and r["clock_mhz"] == 100
     res = estimate(plan)
     assert (r["dsp"], r["bram36"], r["lut"], r["ff"]) == (64, res["bram36"], res["lut"], res["ff"])
@@ -112,7 +112,7 @@ def test_hw_model_is_the_flows_models():
     assert "spec.cycles" in r["model"] and "export.resources" in r["model"]
     # the exporter writes the same prediction into the manifest of a real (random-weight) export
     man = json.loads((fixtures.random_export("zynqnet-mini") / "manifest.json").read_text())
-    assert man["cycles_model"]["period_cycles"] == r["cycles_per_frame"]
+    assert man["cycles_model_presets"]["pynq-z2"]["period_cycles"] == r["cycles_per_frame"]
     # at 150 MHz the DDR latencies grow in cycles: never fewer cycles per frame
     assert hw_model.evaluate(cfg, 16, 8, clock_mhz=150)["cycles_per_frame"] >= r["cycles_per_frame"]
     # bigger engines: fewer cycles, more resources; ZCU104 fits what the xc7z020 does not

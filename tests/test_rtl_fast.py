@@ -161,6 +161,7 @@ def test_stopped_dut_times_out_with_its_registers(ref):
     msg = str(e.value)
     assert "no output frame for 50000 cycles: waiting for frame 0 of 1" in msg
     assert "128 of 128 input beats accepted" in msg and "AP_CTRL 0x" in msg and "frames_done 0x0" in msg
+    assert "stopped in layer 0 (c1), control state" in msg and e.value.layer == 0   # the probe (probe.vlt)
     s.close()
     # in a worker process of the pool: the same error reaches the caller, the other chunks are dropped
     spec = rf.SimSpec.for_export(ref["lib"], ref["ex"])
@@ -211,7 +212,10 @@ def test_cache_key(ref):
 # ---- AXI4 memory model -------------------------------------------------------------------
 def test_axi_mem_unit(tmp_path):
     """sim/harness/test_axi_mem.cpp (g++): latency, ordering, RLAST, BRESP, DECERR/SLVERR,
-    outstanding limits, the 4 KiB check, random gaps."""
+    outstanding limits, the 4 KiB check, random gaps and stalls on every channel; the memory
+    presets' rules: per-port token bucket, one shared budget for two ports and a charged stream,
+    refresh, AWREADY withheld until a W beat waits, the outstanding-limit checker, reads answered
+    across a DUT reset."""
     exe = tmp_path / "test_axi_mem"
     cc = subprocess.run(["g++", "-std=c++17", "-O1", "-Wall", "-Wextra", "-Werror", f"-I{rf.HARNESS_DIR}",
                          str(rf.HARNESS_DIR / "test_axi_mem.cpp"), "-o", str(exe)], capture_output=True, text=True)
@@ -226,6 +230,10 @@ def test_axi_mem_unit(tmp_path):
     assert v["ar9_after_first_burst_done"] == 1
     assert v["decerr"] == 3 and v["slverr"] == 2 and v["protocol_errors"] == 4
     assert v["cycles_gaps"] > v["cycles_no_gaps"]
+    assert v["port_beats_8"] > 3900 and 2000 <= v["port_beats_4"] <= 2020 and v["port_beats_3"] < v["port_beats_4"]
+    assert 3700 <= v["shared_beats"] <= 3760 and v["refresh_cycles"] == 260
+    assert v["aw_waits_w_after_b"] == 0 and v["aw_waits_w_first_b"] == 1 and v["outstanding_errors"] == 2
+    assert v["reset_drop_late_beats"] == 0 and v["reset_keep_late_beats"] == 16
 
 
 # the echo DUT implements this subset of the specification's RTL register map

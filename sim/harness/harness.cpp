@@ -12,6 +12,8 @@
 //   ZQ_MAXI=1      the top has the AXI4 master ports m_axi_wts and m_axi_act (Vitis
 //                  naming, 64-bit data): each gets an AxiMem slave (axi_mem.h) and
 //                  the zqh_mem_* functions work; with ZQ_MAXI=0 they return ZQH_NO_MAXI.
+//   ZQ_PROBE=1     the top is the engine's zq_top: its layer index and control state are
+//                  public (sim/harness/probe.vlt) and a time-out names them (zqh_probe).
 //   VL_USER_FATAL, VL_USER_WARN, VL_USER_STOP (given by the build for every file):
 //                  Verilator's fatal errors, $stop/$fatal and warnings end up here as
 //                  C++ exceptions / messages instead of exit().
@@ -20,6 +22,10 @@
 // settle, e.g. a TREADY that depends on TVALID), sample every handshake, evaluate
 // with ap_clk high (the rising edge). Cycle numbers count rising edges since the
 // harness was created; a handshake "in cycle c" is sampled before edge c+1.
+//
+// Memory model (ZQ_MAXI=1): each port's AxiMem and one SharedBudget for both ports and,
+// with charge_streams (no DMA simulated here), every accepted s_axis_in and m_axis_out byte
+// (4 per beat), refilled once per cycle after both memories' ticks (spec/engine.py MemoryModel).
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -39,8 +45,14 @@
 #if ZQ_MAXI
 #include "axi_mem.h"
 #endif
+#ifndef ZQ_PROBE
+#define ZQ_PROBE 0
+#endif
+#if ZQ_PROBE
+#include "Vzq_top___024root.h"
+#endif
 
-#define ZQH_ABI 1
+#define ZQH_ABI 2
 
 enum {
     ZQH_OK = 0,
@@ -139,6 +151,9 @@ public:
         top_->eval();   // initial blocks: $readmemh of the ROM images
         if (g_warnings.find("$readmem") != std::string::npos)
             throw SimFatal("loading the ROM images failed:\n" + g_warnings);
+#if ZQ_MAXI
+        for (auto& m : mem) m.attach_shared(&shared);
+#endif
         reset(8);
     }
 
@@ -153,13 +168,29 @@ public:
         out_beat_ = 0;
         idle_inputs();
         top_->ap_rst_n = 0;
+#if ZQ_MAXI
+        for (auto& m : mem) m.dut_reset(true);
+#endif
         for (uint32_t i = 0; i < cycles; ++i) clock();
         top_->ap_rst_n = 1;
-        for (int i = 0; i < 4; ++i) clock();
 #if ZQ_MAXI
-        for (auto& m : mem) m.reset();
+        for (auto& m : mem) m.dut_reset(false);
+#endif
+        for (int i = 0; i < 4; ++i) clock();
+    }
+
+    // Where the engine is (ZQ_PROBE builds): its layer index and control state.
+    bool probe(uint32_t* layer, uint32_t* state) const {
+#if ZQ_PROBE
+        *layer = top_->rootp->zq_top__DOT__li;
+        *state = top_->rootp->zq_top__DOT__state;
+        return true;
+#else
+        (void)layer; (void)state;
+        return false;
 #endif
     }
+
 
     // Blocking register access with both streams stalled; false after max_cycles.
     bool reg_access(bool write, uint32_t addr, uint32_t data, uint32_t* out, uint32_t max_cycles = 1000) {
@@ -220,7 +251,7 @@ public:
             const uint32_t od = top_->m_axis_out_TDATA;
             const bool olast = top_->m_axis_out_TLAST;
             axil_sample();
-            high();
+            high(4u * (uint32_t(in_fire) + uint32_t(out_fire)));
             const uint64_t c = cycle_ - 1;
             if (in_fire) {
                 if (in_frame_start_ && fbegun < nf) a->in_first[fbegun++] = c;
@@ -279,6 +310,8 @@ public:
 #if ZQ_MAXI
     zq::AxiMem mem[2];   // 0: m_axi_wts, 1: m_axi_act
     zq::AxiSignals sig[2] = {};
+    zq::SharedBudget shared;      // every master's budget (off until configured)
+    bool charge_streams = false;  // accepted stream bytes draw on it (no DMA simulated)
 #endif
 
 private:
@@ -314,13 +347,18 @@ private:
         maxi_sample();
 #endif
     }
-    void high() {
+    // the rising edge; stream_bytes: bytes accepted on s_axis_in and m_axis_out in this cycle
+    void high(uint32_t stream_bytes = 0) {
         top_->ap_clk = 1;
         top_->eval();
         cycle_++;
 #if ZQ_MAXI
         mem[0].tick(sig[0]);
         mem[1].tick(sig[1]);
+        if (charge_streams && stream_bytes) shared.charge_stream(stream_bytes);
+        shared.end_cycle();
+#else
+        (void)stream_bytes;
 #endif
     }
     void clock() {
@@ -475,6 +513,10 @@ const char* zqh_warnings(void* h) {
     return w.c_str();
 }
 uint64_t zqh_cycle(void* h) { return static_cast<Harness*>(h)->cycle(); }
+// The engine's layer index and control state (ZQ_PROBE builds; ZQH_NO_MAXI otherwise).
+int zqh_probe(void* hp, uint32_t* layer, uint32_t* state) {
+    return static_cast<Harness*>(hp)->probe(layer, state) ? ZQH_OK : ZQH_NO_MAXI;
+}
 
 int zqh_reset(void* hp, uint32_t cycles) {
     Harness* h = static_cast<Harness*>(hp);
@@ -536,6 +578,27 @@ int zqh_mem_stats(void* hp, uint32_t port, void* out) {
     *static_cast<zq::AxiMemStats*>(out) = m.stats();
     return ZQH_OK;
 }
+// The shared budget of both ports (rate 0: none) and whether stream bytes are charged to it;
+// starts full.
+int zqh_shared_config(void* hp, double rate, double depth, uint32_t charge_streams) {
+    Harness* h = static_cast<Harness*>(hp);
+    if (rate < 0.0 || (rate > 0.0 && !(depth > 0.0))) {
+        h->error = "invalid shared budget: rate " + std::to_string(rate) + ", depth " + std::to_string(depth);
+        return ZQH_ERROR;
+    }
+    h->shared = zq::SharedBudget{};
+    h->shared.configure(rate, depth);
+    h->charge_streams = charge_streams != 0;
+    return ZQH_OK;
+}
+// [level, stream bytes charged, cycles that began with the bucket empty]
+int zqh_shared_stats(void* hp, double* level, uint64_t* stream_bytes, uint64_t* empty_cycles) {
+    Harness* h = static_cast<Harness*>(hp);
+    *level = h->shared.level;
+    *stream_bytes = h->shared.stream_bytes;
+    *empty_cycles = h->shared.empty_cycles;
+    return ZQH_OK;
+}
 // The protocol error messages, one per line, into buf (truncated to n bytes).
 int zqh_mem_messages(void* hp, uint32_t port, char* buf, uint32_t n) {
     ZQH_PORT(hp, port)
@@ -555,6 +618,8 @@ int zqh_mem_write(void*, uint32_t, uint64_t, const void*, uint64_t) { return ZQH
 int zqh_mem_read(void*, uint32_t, uint64_t, void*, uint64_t) { return ZQH_NO_MAXI; }
 int zqh_mem_error_range(void*, uint32_t, uint64_t, uint64_t, uint32_t, uint32_t) { return ZQH_NO_MAXI; }
 int zqh_mem_stats(void*, uint32_t, void*) { return ZQH_NO_MAXI; }
+int zqh_shared_config(void*, double, double, uint32_t) { return ZQH_NO_MAXI; }
+int zqh_shared_stats(void*, double*, uint64_t*, uint64_t*) { return ZQH_NO_MAXI; }
 int zqh_mem_messages(void*, uint32_t, char*, uint32_t) { return ZQH_NO_MAXI; }
 #endif
 

@@ -17,6 +17,8 @@ public:
     }
     // true with probability p16 / 65536 (p16 = 0: never, and the register does not advance)
     bool stall(uint32_t p16) { return p16 != 0 && (next() >> 16) < p16; }
+    // true with probability p32 / 2^32 (for small probabilities; p32 = 0: never, no advance)
+    bool chance32(uint32_t p32) { return p32 != 0 && next() < p32; }
 
 private:
     uint32_t s_;

@@ -2,7 +2,9 @@
 // model's signal struct. Built and run by tests/test_rtl_fast.py (g++ -O1), which
 // also checks the measured values it prints as one JSON object on stdout.
 // Exit status: 0 when every check passed, 1 otherwise (the failures are listed).
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <string>
 #include <vector>
@@ -71,6 +73,8 @@ static AxiMemConfig cfg(uint32_t lr = 32, uint32_t lw = 16, uint32_t nr = 8, uin
     c.write_latency = lw;
     c.max_reads = nr;
     c.max_writes = nw;
+    c.accept_reads = nr;    // a port that back-pressures at its limits
+    c.accept_writes = nw;
     return c;
 }
 
@@ -308,7 +312,12 @@ static void test_random_gaps() {
     uint64_t sum[2] = {0, 0};
     for (int g = 0; g < 2; ++g) {
         AxiMemConfig c = cfg(10, 5);
-        if (g) { c.r_gap_p16 = 30000; c.aw_gap_p16 = 30000; c.w_gap_p16 = 30000; c.seed = 77; }
+        if (g) {
+            c.r_gap_p16 = c.aw_gap_p16 = c.w_gap_p16 = c.ar_gap_p16 = c.b_gap_p16 = 30000;
+            c.stall_p32 = 1u << 26;   // 1/64 per cycle, up to 40 cycles
+            c.stall_max = 40;
+            c.seed = 77;
+        }
         Bench t(c);
         fill(t.mem, 0, 8192);
         Lfsr master(5);
@@ -330,6 +339,7 @@ static void test_random_gaps() {
         cycles[g] = t.cycle;
         CHECK(beats == 256 && bs == 8, "gaps=%d: %d beats %d B", g, beats, bs);
         CHECK(t.mem.stats().protocol_errors == 0, "gaps=%d: protocol errors", g);
+        CHECK(!g || t.mem.stats().stall_cycles > 0, "no stalls");
         uint64_t v;
         t.mem.host_read(0x1000 + 8 * 100, &v, 8);
         CHECK(v == 100, "gaps=%d: write data", g);
@@ -340,6 +350,182 @@ static void test_random_gaps() {
     CHECK(cycles[1] > cycles[0] * 5 / 4, "gaps did not slow the transfers (%lld vs %lld)", cycles[1], cycles[0]);
 }
 
+
+// A read stream that always wants beats: `cycles` cycles of back-to-back 16-beat bursts.
+struct Reader {
+    int ars = 0, beats = 0;
+    void drive(AxiSignals& s) {
+        s.arvalid = 1; s.araddr = 0x80 * (ars % 64); s.arlen = 15; s.arsize = 3; s.arburst = 1; s.rready = 1;
+    }
+    void count(const Bench::Hs& h) { ars += h.ar; beats += h.r; }
+};
+
+// MemoryModel.port_bytes_per_cycle: 4 B/cycle on a 64-bit port is half a beat per cycle, after
+// the full bucket (128 bytes = 16 beats) is spent; 8 B/cycle is no limit.
+static void test_port_bandwidth() {
+    for (double rate : {8.0, 4.0, 3.0}) {
+        AxiMemConfig c = cfg(8, 4);
+        c.port_bytes_per_cycle = rate;
+        Bench t(c);
+        Reader r;
+        int first = -1;
+        while (t.cycle < 4000) {
+            auto h = t.step([&](AxiSignals& s) { r.drive(s); });
+            if (h.r && first < 0) first = int(t.cycle - 1);
+            r.count(h);
+        }
+        // beats in [first, 4000): at most the bucket plus the refill, and at least one beat less
+        double span = 4000 - first, want = rate >= 8.0 ? span : (128.0 + rate * span) / 8.0;
+        record(rate == 8.0 ? "port_beats_8" : rate == 4.0 ? "port_beats_4" : "port_beats_3", r.beats);
+        CHECK(r.beats <= want + 1 && r.beats >= want - 2, "rate %.1f: %d beats in %.0f cycles, expected %.1f", rate,
+              r.beats, span, want);
+        CHECK(t.mem.stats().r_budget_cycles > 0 || rate >= 8.0, "rate %.1f: no budget stalls counted", rate);
+    }
+}
+
+// One SharedBudget for two ports (and a charged stream): 12 B/cycle for both, each port free
+// (8 B/cycle): together 1.5 beats per cycle after the full bucket, split evenly.
+static void test_shared_budget() {
+    AxiMemConfig c = cfg(8, 4);
+    AxiMem a(c), b(c);
+    SharedBudget sh;
+    sh.configure(12.0, 128.0);
+    a.attach_shared(&sh);
+    b.attach_shared(&sh);
+    AxiSignals sa{}, sb{};
+    Reader ra, rb;
+    long long n = 3000, first = -1;
+    for (long long cyc = 0; cyc < n; ++cyc) {
+        a.drive(sa);
+        b.drive(sb);
+        ra.drive(sa);
+        rb.drive(sb);
+        Bench::Hs ha{}, hb{};
+        ha.ar = sa.arvalid && sa.arready; ha.r = sa.rvalid && sa.rready;
+        hb.ar = sb.arvalid && sb.arready; hb.r = sb.rvalid && sb.rready;
+        if ((ha.r || hb.r) && first < 0) first = cyc;
+        a.tick(sa);
+        b.tick(sb);
+        if (cyc % 2 == 0) sh.charge_stream(4);   // a stream of 2 B/cycle
+        sh.end_cycle();
+        ra.count(ha);
+        rb.count(hb);
+    }
+    double span = double(n - first), want = (128.0 + (12.0 - 2.0) * span) / 8.0;
+    record("shared_beats", ra.beats + rb.beats);
+    CHECK(ra.beats + rb.beats <= want + 2 && ra.beats + rb.beats >= want - 3,
+          "%d + %d beats in %.0f cycles, expected %.1f in all", ra.beats, rb.beats, span, want);
+    CHECK(std::abs(ra.beats - rb.beats) <= 1, "uneven split %d / %d", ra.beats, rb.beats);
+    CHECK(sh.stream_bytes == 4 * (uint64_t(n) / 2), "stream bytes %llu", (unsigned long long)sh.stream_bytes);
+}
+
+// Refresh: no R beat and no WREADY in the cycles where cycle % interval < refresh_cycles.
+static void test_refresh() {
+    AxiMemConfig c = cfg(8, 4);
+    c.refresh_interval = 100;
+    c.refresh_cycles = 13;
+    Bench t(c);
+    Reader r;
+    int bad = 0, wready_in_refresh = 0;
+    while (t.cycle < 2000) {
+        long long cyc = t.cycle;
+        auto h = t.step([&](AxiSignals& s) {
+            r.drive(s);
+            s.awvalid = 0; s.wvalid = 0; s.bready = 1;
+            if (cyc % 100 < 13 && s.wready) wready_in_refresh++;
+        });
+        if (h.r && cyc % 100 < 13) bad++;
+        r.count(h);
+    }
+    record("refresh_cycles", (long long)t.mem.stats().refresh_cycles);
+    CHECK(bad == 0 && wready_in_refresh == 0, "%d R beats and %d WREADY in refresh cycles", bad, wready_in_refresh);
+    CHECK(t.mem.stats().refresh_cycles == 20 * 13, "%llu refresh cycles", (unsigned long long)t.mem.stats().refresh_cycles);
+    CHECK(r.beats >= 2000 - 20 * 13 - 40, "%d beats", r.beats);
+}
+
+// aw_waits_for_w: a master that holds W until its AW handshake never gets AWREADY; one that
+// sends W first completes.
+static void test_aw_waits_for_w() {
+    for (int w_first = 0; w_first < 2; ++w_first) {
+        AxiMemConfig c = cfg(8, 4);
+        c.aw_waits_for_w = 1;
+        Bench t(c);
+        bool aw_done = false;
+        int ws = 0, bs = 0;
+        while (t.cycle < 300) {
+            auto h = t.step([&](AxiSignals& s) {
+                s.awvalid = !aw_done; s.awaddr = 0x100; s.awlen = 3; s.awsize = 3; s.awburst = 1;
+                s.wvalid = ws < 4 && (w_first || aw_done); s.wdata = ws; s.wstrb = 0xFF; s.wlast = ws == 3;
+                s.bready = 1;
+            });
+            if (h.aw) aw_done = true;
+            if (h.w) ws++;
+            if (h.b) bs++;
+        }
+        record(w_first ? "aw_waits_w_first_b" : "aw_waits_w_after_b", bs);
+        CHECK(w_first ? (aw_done && bs == 1) : (!aw_done && bs == 0), "w_first %d: AW %d, %d B", w_first, aw_done, bs);
+    }
+}
+
+// The outstanding-limit checker: the slave accepts 16, the master may have 8; the 9th read
+// burst (RREADY low) and the 9th write burst (BREADY low) are reported with cycle and channel.
+static void test_outstanding_check() {
+    AxiMemConfig c = cfg(8, 4);
+    c.accept_reads = 16;
+    c.accept_writes = 16;
+    Bench t(c);
+    int ars = 0, aws = 0, ws = 0;
+    while (t.cycle < 100) {
+        t.step([&](AxiSignals& s) {
+            s.arvalid = ars < 9; s.araddr = 0x40 * ars; s.arlen = 0; s.arsize = 3; s.arburst = 1; s.rready = 0;
+            s.awvalid = aws < 9; s.awaddr = 0x1000 + 0x40 * aws; s.awlen = 0; s.awsize = 3; s.awburst = 1;
+            s.wvalid = ws < 9; s.wdata = 1; s.wstrb = 0xFF; s.wlast = 1; s.bready = 0;
+        });
+        ars = int(t.mem.stats().read_bursts);
+        aws = int(t.mem.stats().write_bursts);
+        ws = int(t.mem.stats().write_beats);
+    }
+    bool rd = false, wr = false;
+    for (auto& m : t.mem.messages()) {
+        rd |= m.find("cycle 8: AR burst at 0x00000200: 9 read bursts outstanding, more than 8") != std::string::npos;
+        wr |= m.find("cycle 8: AW burst at 0x00001200: 9 write bursts outstanding, more than 8") != std::string::npos;
+    }
+    record("outstanding_errors", (long long)t.mem.stats().protocol_errors);
+    CHECK(rd && wr && t.mem.stats().protocol_errors == 2, "read %d write %d, %llu errors", rd, wr,
+          (unsigned long long)t.mem.stats().protocol_errors);
+}
+
+// A DUT reset with 4 read bursts in flight: by default they are dropped; with
+// keep_reads_on_reset their beats still come (late), and they do not count against the
+// master's limit afterwards.
+static void test_reads_across_reset() {
+    for (int keep = 0; keep < 2; ++keep) {
+        AxiMemConfig c = cfg(20, 4, 4, 4);
+        c.accept_reads = 8;
+        c.keep_reads_on_reset = keep;
+        Bench t(c);
+        int ars = 0, beats = 0;
+        bool in_reset = false;
+        while (t.cycle < 200) {
+            if (t.cycle == 6) { t.mem.dut_reset(true); in_reset = true; }
+            if (t.cycle == 10) { t.mem.dut_reset(false); in_reset = false; }
+            auto h = t.step([&](AxiSignals& s) {
+                // 4 bursts before the reset, 4 more after it
+                bool want = (t.cycle < 6 && ars < 4) || (t.cycle >= 12 && ars < 8);
+                s.arvalid = want && !in_reset; s.araddr = 0x40 * ars; s.arlen = 3; s.arsize = 3; s.arburst = 1;
+                s.rready = 1;
+            });
+            ars += h.ar;
+            beats += h.r;
+        }
+        const AxiMemStats& st = t.mem.stats();
+        record(keep ? "reset_keep_late_beats" : "reset_drop_late_beats", (long long)st.late_read_beats);
+        CHECK(st.protocol_errors == 0, "keep %d: %llu protocol errors", keep, (unsigned long long)st.protocol_errors);
+        CHECK(keep ? (beats == 32 && st.late_read_beats == 16) : (beats == 16 && st.late_read_beats == 0),
+              "keep %d: %d beats, %llu late", keep, beats, (unsigned long long)st.late_read_beats);
+    }
+}
+
 int main() {
     test_read_latency_and_rlast();
     test_read_outstanding_and_order();
@@ -348,6 +534,12 @@ int main() {
     test_error_responses();
     test_protocol_checks();
     test_random_gaps();
+    test_port_bandwidth();
+    test_shared_budget();
+    test_refresh();
+    test_aw_waits_for_w();
+    test_outstanding_check();
+    test_reads_across_reset();
     std::printf("{\"values\": {");
     for (size_t i = 0; i < values.size(); ++i)
         std::printf("%s\"%s\": %lld", i ? ", " : "", values[i].first.c_str(), values[i].second);

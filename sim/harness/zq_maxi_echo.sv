@@ -9,10 +9,37 @@
 //   3. read N_CLASSES words back from the act base and N_CLASSES words from the
 //      wts base (one burst on each port, both in flight at once);
 //   4. answer N_CLASSES beats, out[c] = act[c] + wts[c] (mod 2^32), TLAST on the last.
+// A write burst's AW and its first W beat are offered together (AXI A3.3.1: W does not wait for
+// AWREADY), so a slave that holds AWREADY until it sees WVALID works.
 // Registers: a subset of the engine's map, from the specification (zq_spec.svh):
 //   AP_CTRL (ap_start, ap_idle, auto_restart), WTS / ACT base (low/high word),
 //   STATUS (axi_read_error: a read answered SLVERR/DECERR, axi_write_error: a write did;
 //   last frame), FRAMES_DONE, CYCLES_LAST (first input beat .. last output beat, both included)
+//
+// The broken master: a test-only FAULT register (at LAYER_SEL's offset, which the echo does not
+// otherwise implement; 0 after reset = a correct master) makes every frame break one AXI rule,
+// so that the protocol checkers of the memory models can be proven to fire (cocotb:
+// tests/test_rtl_memory.py; the C++ AxiMem). One build serves every fault:
+//    1 FAULT_AR_LEN      the wts read burst has 17 beats (ARLEN 16)
+//    2 FAULT_AW_4K       the frame is written from act + 4096 - 64 (and read back from there):
+//                        the first write burst crosses a 4 KiB boundary
+//    3 FAULT_AR_SIZE     ARSIZE 2 (4-byte beats) on the wts read
+//    4 FAULT_AW_BURST    AWBURST FIXED (0) on every act write burst
+//    5 FAULT_WLAST       WLAST missing on the last beat of the frame's first write burst
+//    6 FAULT_AR_VALID    ARVALID (act) withdrawn in the second cycle it waits for ARREADY
+//    7 FAULT_AW_VALID    AWVALID withdrawn in the second cycle it waits for AWREADY
+//    8 FAULT_W_VALID     WVALID withdrawn in the second cycle a beat waits for WREADY
+//    9 FAULT_AR_PAYLOAD  ARADDR (act) + 8 from the second cycle it waits for ARREADY
+//   10 FAULT_AW_PAYLOAD  AWADDR + 8 from the second cycle it waits for AWREADY
+//   11 FAULT_W_PAYLOAD   WDATA bit 0 flipped from the second cycle a beat waits for WREADY
+//   12 FAULT_RD_OUT      the wts read burst is issued FAULT_BURSTS (9) times without waiting for
+//                        data: one more than the engine's limit of read bursts outstanding
+//   13 FAULT_WR_OUT      one-beat write bursts, FAULT_BURSTS (9) of them issued before their B
+//                        responses are taken (BREADY low meanwhile): more than 8 write bursts outstanding
+//   14 FAULT_W_AFTER_AW  not a checker fault: W waits for the AW handshake (the old writer), which
+//                        deadlocks against a slave that holds AWREADY until it sees WVALID
+// 6-11 need a slave that keeps READY low for two cycles or more on that channel; 12 and 13 a
+// slave that accepts more than 8 bursts. Every R and B beat is taken (the frame still ends).
 `include "zq_spec.svh"
 `include "rtl_params.svh"
 `default_nettype none
@@ -48,8 +75,7 @@
 // Constant attributes: INCR bursts of 8-byte beats, ID 0, AxCACHE 0b0011 (normal non-cacheable bufferable).
 `define ZQ_MAXI_ATTRS(P) \
     assign m_axi_``P``_AWID = 1'b0;   assign m_axi_``P``_ARID = 1'b0;   assign m_axi_``P``_WID = 1'b0; \
-    assign m_axi_``P``_AWSIZE = 3'd3; assign m_axi_``P``_ARSIZE = 3'd3; \
-    assign m_axi_``P``_AWBURST = 2'd1; assign m_axi_``P``_ARBURST = 2'd1; \
+    assign m_axi_``P``_AWSIZE = 3'd3; assign m_axi_``P``_ARBURST = 2'd1; \
     assign m_axi_``P``_AWLOCK = '0; assign m_axi_``P``_AWCACHE = 4'd3; assign m_axi_``P``_AWPROT = '0; \
     assign m_axi_``P``_AWQOS = '0;  assign m_axi_``P``_AWREGION = '0;  assign m_axi_``P``_AWUSER = '0; \
     assign m_axi_``P``_ARLOCK = '0; assign m_axi_``P``_ARCACHE = 4'd3; assign m_axi_``P``_ARPROT = '0; \
@@ -102,6 +128,12 @@ module zq_maxi_echo #(
     `ZQ_MAXI_PORTS(act)
 );
     localparam WBEATS = IN_BEATS / 2;              // 64-bit beats of a frame
+    localparam BURST  = `ZQ_AXI_BURST_BEATS;
+    localparam [3:0] FAULT_NONE = 4'd0, FAULT_AR_LEN = 4'd1, FAULT_AW_4K = 4'd2, FAULT_AR_SIZE = 4'd3,
+                     FAULT_AW_BURST = 4'd4, FAULT_WLAST = 4'd5, FAULT_AR_VALID = 4'd6, FAULT_AW_VALID = 4'd7,
+                     FAULT_W_VALID = 4'd8, FAULT_AR_PAYLOAD = 4'd9, FAULT_AW_PAYLOAD = 4'd10,
+                     FAULT_W_PAYLOAD = 4'd11, FAULT_RD_OUT = 4'd12, FAULT_WR_OUT = 4'd13, FAULT_W_AFTER_AW = 4'd14;
+    localparam FAULT_BURSTS = 9;                   // FAULT_RD_OUT: wts read bursts issued at once
     localparam RBEATS = (N_CLASSES + 1) / 2;       // 64-bit beats read back per port
     localparam IB_W   = $clog2(IN_BEATS + 1);
     localparam CL_W   = $clog2(N_CLASSES + 1);
@@ -116,6 +148,7 @@ module zq_maxi_echo #(
     logic [31:0] wdata;
     logic        frame_done;   // pulse: last output beat accepted
     logic        idle;
+    logic [3:0]  fault;        // the broken master's fault (0: none)
 
     assign s_axi_control_AWREADY = !aw_ok;
     assign s_axi_control_WREADY  = !w_ok;
@@ -127,7 +160,7 @@ module zq_maxi_echo #(
     always_ff @(posedge ap_clk) begin
         if (rst) begin
             aw_ok <= 1'b0; w_ok <= 1'b0; s_axi_control_BVALID <= 1'b0; s_axi_control_RVALID <= 1'b0;
-            ap_start <= 1'b0; auto_restart <= 1'b0; wts_base <= '0; act_base <= '0;
+            ap_start <= 1'b0; auto_restart <= 1'b0; wts_base <= '0; act_base <= '0; fault <= FAULT_NONE;
         end else begin
             if (s_axi_control_AWVALID && !aw_ok) begin aw_ok <= 1'b1; waddr <= s_axi_control_AWADDR; end
             if (s_axi_control_WVALID && !w_ok) begin w_ok <= 1'b1; wdata <= s_axi_control_WDATA; end
@@ -142,6 +175,7 @@ module zq_maxi_echo #(
                     `ZQ_REG_WTS + 4: wts_base[63:32] <= wdata;
                     `ZQ_REG_ACT:     act_base[31:0]  <= wdata;
                     `ZQ_REG_ACT + 4: act_base[63:32] <= wdata;
+                    `ZQ_REG_LAYER_SEL: fault <= wdata[3:0];
                     default: ;
                 endcase
             end else if (frame_done && !auto_restart) begin
@@ -164,6 +198,7 @@ module zq_maxi_echo #(
                     `ZQ_REG_STATUS:      s_axi_control_RDATA <= status;
                     `ZQ_REG_FRAMES_DONE: s_axi_control_RDATA <= frames_done;
                     `ZQ_REG_CYCLES_LAST: s_axi_control_RDATA <= cycles_last;
+                    `ZQ_REG_LAYER_SEL:   s_axi_control_RDATA <= {28'd0, fault};
                     default: s_axi_control_RDATA <= 32'd0;
                 endcase
             end
@@ -171,7 +206,7 @@ module zq_maxi_echo #(
     end
 
     // ---------------------------------------------------------------- frame engine
-    typedef enum logic [2:0] {S_IDLE, S_LOAD, S_AW, S_W, S_B, S_AR, S_R, S_OUT} state_t;
+    typedef enum logic [2:0] {S_IDLE, S_LOAD, S_WR, S_B, S_AR, S_R, S_OUT} state_t;
     state_t state;
     logic [31:0] buffer [0:IN_BEATS-1];
     logic [31:0] act_rd [0:2*RBEATS-1];
@@ -180,8 +215,14 @@ module zq_maxi_echo #(
     logic [IB_W-1:0] wbeat;          // 64-bit beats written so far
     logic [4:0]      bbeat;          // beat within the current write burst
     logic [4:0]      blen;           // beats of the current write burst
+    logic            aw_done;        // the current write burst's AW handshake is done
+    logic            first_burst;    // the frame's first write burst
+    logic [IB_W:0]   b_owed;         // write bursts whose B has not been taken
     logic [CL_W-1:0] ract, rwts, ocls;
-    logic            ar_act_done, ar_wts_done;
+    logic            ar_act_done, ar_wts_done, r_act_done;
+    logic [3:0]      ar_wts_n;       // wts read bursts issued
+    logic [3:0]      r_wts_n;        // wts read bursts whose last beat came
+    logic [1:0]      ar_wait, aw_wait, w_wait;   // cycles the AR (act) / AW / W beat has waited (saturating)
     logic            rd_err, wr_err;
     logic [31:0]     cnt;
     logic            counting;
@@ -192,53 +233,108 @@ module zq_maxi_echo #(
     wire out_fire = m_axis_out_TVALID && m_axis_out_TREADY;
     assign frame_done = out_fire && m_axis_out_TLAST[0];
 
-    wire [IB_W-1:0] w_left = IB_W'(WBEATS) - wbeat;
-    wire [4:0]      next_len = (w_left > 16) ? 5'd16 : 5'(w_left);
+    wire [IB_W-1:0] w_left  = IB_W'(WBEATS) - wbeat;
+    wire [IB_W-1:0] max_len = (fault == FAULT_WR_OUT) ? IB_W'(1) : IB_W'(BURST);
+    wire [4:0]      next_len  = (w_left > max_len) ? 5'(max_len) : 5'(w_left);
+    // the frame's first burst (wbeat still holds the last frame's count when the input ends)
+    wire [4:0]      first_len = (IB_W'(WBEATS) > max_len) ? 5'(max_len) : 5'(WBEATS);
+    wire [31:0]     act_off   = (fault == FAULT_AW_4K) ? 32'(`ZQ_ADDR_ALIGN - 64) : 32'd0;
+    wire [3:0]      wts_bursts = (fault == FAULT_RD_OUT) ? 4'(FAULT_BURSTS) : 4'd1;
+    wire aw_fire = m_axi_act_AWVALID && m_axi_act_AWREADY;
+    wire w_fire  = m_axi_act_WVALID && m_axi_act_WREADY;
+    wire b_fire  = m_axi_act_BVALID && m_axi_act_BREADY;
+    wire ar_act_fire = m_axi_act_ARVALID && m_axi_act_ARREADY;
+    wire ar_wts_fire = m_axi_wts_ARVALID && m_axi_wts_ARREADY;
+    wire r_act_fire  = m_axi_act_RVALID && m_axi_act_RREADY;
+    wire r_wts_fire  = m_axi_wts_RVALID && m_axi_wts_RREADY;
+    wire w_pending   = state == S_WR && bbeat != blen && (aw_done || fault != FAULT_W_AFTER_AW);
+    wire burst_end   = (aw_done || aw_fire) && ((bbeat == blen) || (w_fire && bbeat == blen - 1'b1));
+    wire [IB_W:0] b_owed_next = b_owed + (IB_W+1)'(aw_fire) - (IB_W+1)'(b_fire);
 
     always_ff @(posedge ap_clk) begin
         if (rst) begin
             state <= S_IDLE; frames_done <= '0; status <= '0; cycles_last <= '0; counting <= 1'b0; cnt <= '0;
+            b_owed <= '0;
         end else begin
             if (in_fire && !counting) begin counting <= 1'b1; cnt <= 32'd1; end
             else if (counting) cnt <= cnt + 32'd1;
+            b_owed <= b_owed_next;
             case (state)
                 S_IDLE: if (ap_start) begin state <= S_LOAD; n_in <= '0; rd_err <= 1'b0; wr_err <= 1'b0; end
                 S_LOAD: if (in_fire) begin
                     buffer[n_in[IB_W-1:0]] <= s_axis_in_TDATA;
                     n_in <= n_in + 1'b1;
-                    if (n_in == IB_W'(IN_BEATS - 1)) begin state <= S_AW; wbeat <= '0; end
+                    if (n_in == IB_W'(IN_BEATS - 1)) begin
+                        state <= S_WR; wbeat <= '0; bbeat <= '0; blen <= first_len; aw_done <= 1'b0;
+                        first_burst <= 1'b1; aw_wait <= '0; w_wait <= '0;
+                    end
                 end
-                S_AW: if (m_axi_act_AWREADY) begin state <= S_W; bbeat <= '0; blen <= next_len; end
-                S_W: if (m_axi_act_WREADY) begin
-                    bbeat <= bbeat + 1'b1;
-                    wbeat <= wbeat + 1'b1;
-                    if (bbeat == blen - 1'b1) state <= S_B;
+                // a write burst: AW and W together (FAULT_W_AFTER_AW: W after the AW handshake)
+                S_WR: begin
+                    if (aw_fire) aw_done <= 1'b1;
+                    else if (!aw_done && aw_wait != 2'd3) aw_wait <= aw_wait + 2'd1;
+                    if (w_fire) begin
+                        bbeat <= bbeat + 1'b1;
+                        wbeat <= wbeat + 1'b1;
+                        w_wait <= '0;
+                    end else if (w_pending && w_wait != 2'd3) begin
+                        w_wait <= w_wait + 2'd1;
+                    end
+                    if (burst_end) begin
+                        first_burst <= 1'b0;
+                        if (fault == FAULT_WR_OUT && wbeat + IB_W'(w_fire) != IB_W'(WBEATS) &&
+                            b_owed_next < (IB_W+1)'(FAULT_BURSTS)) begin   // the next burst at once
+                            bbeat <= '0; blen <= next_len; aw_done <= 1'b0; aw_wait <= '0;
+                        end else begin
+                            state <= S_B;
+                        end
+                    end
                 end
-                S_B: if (m_axi_act_BVALID) begin
-                    if (m_axi_act_BRESP != 2'b00) wr_err <= 1'b1;
-                    if (wbeat == IB_W'(WBEATS)) begin
-                        state <= S_AR; ar_act_done <= 1'b0; ar_wts_done <= 1'b0; ract <= '0; rwts <= '0;
-                    end else state <= S_AW;
+                S_B: begin
+                    if (b_fire && m_axi_act_BRESP != 2'b00) wr_err <= 1'b1;
+                    if (b_owed_next == '0) begin
+                        if (wbeat == IB_W'(WBEATS)) begin
+                            state <= S_AR; ar_act_done <= 1'b0; ar_wts_done <= 1'b0; ar_wts_n <= '0; ar_wait <= '0;
+                        end else begin
+                            state <= S_WR; bbeat <= '0; blen <= next_len; aw_done <= 1'b0; aw_wait <= '0;
+                        end
+                    end
                 end
                 S_AR: begin
-                    if (m_axi_act_ARREADY) ar_act_done <= 1'b1;
-                    if (m_axi_wts_ARREADY) ar_wts_done <= 1'b1;
-                    if ((ar_act_done || m_axi_act_ARREADY) && (ar_wts_done || m_axi_wts_ARREADY)) state <= S_R;
+                    if (ar_act_fire) ar_act_done <= 1'b1;
+                    else if (!ar_act_done && ar_wait != 2'd3) ar_wait <= ar_wait + 2'd1;
+                    if (ar_wts_fire) begin
+                        ar_wts_n <= ar_wts_n + 4'd1;
+                        if (ar_wts_n + 4'd1 == wts_bursts) ar_wts_done <= 1'b1;
+                    end
+                    if ((ar_act_done || ar_act_fire) && (ar_wts_done || (ar_wts_fire && ar_wts_n + 4'd1 == wts_bursts))) begin
+                        state <= S_R; ract <= '0; rwts <= '0; r_act_done <= 1'b0; r_wts_n <= '0;
+                    end
                 end
+                // every beat of every burst is taken; the first 2*RBEATS words of each port are kept
                 S_R: begin
-                    if (m_axi_act_RVALID && ract < CL_W'(2 * RBEATS)) begin
-                        act_rd[ract] <= m_axi_act_RDATA[31:0];
-                        act_rd[ract + 1'b1] <= m_axi_act_RDATA[63:32];
-                        ract <= ract + 2'd2;
+                    if (r_act_fire) begin
+                        if (ract < CL_W'(2 * RBEATS)) begin
+                            act_rd[ract] <= m_axi_act_RDATA[31:0];
+                            act_rd[ract + 1'b1] <= m_axi_act_RDATA[63:32];
+                            ract <= ract + CL_W'(2);
+                        end
                         if (m_axi_act_RRESP != 2'b00) rd_err <= 1'b1;
+                        if (m_axi_act_RLAST) r_act_done <= 1'b1;
                     end
-                    if (m_axi_wts_RVALID && rwts < CL_W'(2 * RBEATS)) begin
-                        wts_rd[rwts] <= m_axi_wts_RDATA[31:0];
-                        wts_rd[rwts + 1'b1] <= m_axi_wts_RDATA[63:32];
-                        rwts <= rwts + 2'd2;
+                    if (r_wts_fire) begin
+                        if (rwts < CL_W'(2 * RBEATS)) begin
+                            wts_rd[rwts] <= m_axi_wts_RDATA[31:0];
+                            wts_rd[rwts + 1'b1] <= m_axi_wts_RDATA[63:32];
+                            rwts <= rwts + CL_W'(2);
+                        end
                         if (m_axi_wts_RRESP != 2'b00) rd_err <= 1'b1;
+                        if (m_axi_wts_RLAST) r_wts_n <= r_wts_n + 4'd1;
                     end
-                    if (ract == CL_W'(2 * RBEATS) && rwts == CL_W'(2 * RBEATS)) begin state <= S_OUT; ocls <= '0; end
+                    if ((r_act_done || (r_act_fire && m_axi_act_RLAST)) &&
+                        (r_wts_n + 4'((r_wts_fire && m_axi_wts_RLAST) ? 1 : 0) == wts_bursts)) begin
+                        state <= S_OUT; ocls <= '0;
+                    end
                 end
                 S_OUT: if (out_fire) begin
                     ocls <= ocls + 1'b1;
@@ -264,22 +360,26 @@ module zq_maxi_echo #(
     assign m_axis_out_TSTRB  = 4'hF;
 
     // m_axi_act: writes of the frame, then one read burst
-    assign m_axi_act_AWVALID = state == S_AW;
-    assign m_axi_act_AWADDR  = act_base[31:0] + {wbeat, 3'b000};
-    assign m_axi_act_AWLEN   = {3'd0, next_len - 1'b1};
-    assign m_axi_act_WVALID  = state == S_W;
-    assign m_axi_act_WDATA   = {buffer[{wbeat, 1'b1}], buffer[{wbeat, 1'b0}]};
+    wire [IB_W-1:0] aw_beat = wbeat - IB_W'(bbeat);     // the burst's first beat
+    assign m_axi_act_AWVALID = state == S_WR && !aw_done && !(fault == FAULT_AW_VALID && aw_wait == 2'd1);
+    assign m_axi_act_AWADDR  = act_base[31:0] + act_off + {aw_beat, 3'b000} +
+                               ((fault == FAULT_AW_PAYLOAD && aw_wait != 2'd0) ? 32'd8 : 32'd0);
+    assign m_axi_act_AWLEN   = {3'd0, blen - 1'b1};
+    assign m_axi_act_WVALID  = w_pending && !(fault == FAULT_W_VALID && w_wait == 2'd1);
+    assign m_axi_act_WDATA   = {buffer[{wbeat, 1'b1}],
+                                buffer[{wbeat, 1'b0}] ^ ((fault == FAULT_W_PAYLOAD && w_wait != 2'd0) ? 32'd1 : 32'd0)};
     assign m_axi_act_WSTRB   = 8'hFF;
-    assign m_axi_act_WLAST   = bbeat == blen - 1'b1;
+    assign m_axi_act_WLAST   = bbeat == blen - 1'b1 && !(fault == FAULT_WLAST && first_burst);
     assign m_axi_act_BREADY  = state == S_B;
-    assign m_axi_act_ARVALID = state == S_AR && !ar_act_done;
-    assign m_axi_act_ARADDR  = act_base[31:0];
+    assign m_axi_act_ARVALID = state == S_AR && !ar_act_done && !(fault == FAULT_AR_VALID && ar_wait == 2'd1);
+    assign m_axi_act_ARADDR  = act_base[31:0] + act_off +
+                               ((fault == FAULT_AR_PAYLOAD && ar_wait != 2'd0) ? 32'd8 : 32'd0);
     assign m_axi_act_ARLEN   = 8'(RBEATS - 1);
     assign m_axi_act_RREADY  = state == S_R;
-    // m_axi_wts: one read burst
+    // m_axi_wts: one read burst (FAULT_RD_OUT: FAULT_BURSTS of them)
     assign m_axi_wts_ARVALID = state == S_AR && !ar_wts_done;
     assign m_axi_wts_ARADDR  = wts_base[31:0];
-    assign m_axi_wts_ARLEN   = 8'(RBEATS - 1);
+    assign m_axi_wts_ARLEN   = (fault == FAULT_AR_LEN) ? 8'(BURST) : 8'(RBEATS - 1);
     assign m_axi_wts_RREADY  = state == S_R;
     assign m_axi_wts_AWVALID = 1'b0;
     assign m_axi_wts_AWADDR  = '0;
@@ -289,8 +389,13 @@ module zq_maxi_echo #(
     assign m_axi_wts_WSTRB   = '0;
     assign m_axi_wts_WLAST   = 1'b0;
     assign m_axi_wts_BREADY  = 1'b1;
+    assign m_axi_wts_AWBURST = 2'd1;
+    assign m_axi_act_ARSIZE  = 3'd3;
     `ZQ_MAXI_ATTRS(act)
     `ZQ_MAXI_ATTRS(wts)
+    // the broken master's attribute faults (AxSIZE 3 and AxBURST INCR otherwise)
+    assign m_axi_act_AWBURST = (fault == FAULT_AW_BURST) ? 2'd0 : 2'd1;
+    assign m_axi_wts_ARSIZE  = (fault == FAULT_AR_SIZE) ? 3'd2 : 3'd3;
 
     wire unused_ok = &{1'b0, s_axis_in_TKEEP, s_axis_in_TSTRB, s_axis_in_TLAST, s_axi_control_WSTRB,
                        m_axi_act_RLAST, m_axi_act_RID, m_axi_act_RUSER, m_axi_act_BID, m_axi_act_BUSER,

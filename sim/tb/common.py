@@ -150,71 +150,24 @@ def pause_gen(rng: random.Random, p: float):
     return iter(lambda: rng.random() < p, None)
 
 
-# ---- cocotbext-axi on modules with a reduced AXI port set ---------------------------------
-class _Absent:
-    """Stands in for an AXI signal the module does not have (IDs, AxSIZE, AxBURST): cocotbext-axi's
-    slaves read the ID widths and drive the IDs, and take AxSIZE/AxBURST from every request; the
-    value is held here, nowhere in the design (a constant: full-width beats, INCR bursts)."""
+# ---- the DDR model behind a module's AXI4 master port ---------------------------------------
+def memory(tb, prefix: str = "m", beat_bytes: int = 8, gaps: dict | None = None, **model):
+    """The project's DDR model (``sim/ddr_model.py``: latencies, outstanding limits, protocol
+    checks) on ``tb.mem``, behind the module's master port ``<prefix>_ar*`` ...; ``gaps``: random
+    stall probability per channel (``{"ar": 0.25, "r": 0.25}``), seeded from the testbench's
+    random numbers; ``model``: MemoryModel fields. Returns its :class:`DdrPort`."""
+    from cocotb.utils import get_sim_steps
 
-    def __init__(self, width: int = 1, value: int = 0):
-        from cocotb.types import LogicArray
-        self._width = width
-        self._value = LogicArray(value, width)
+    from zynqflow.sim.ddr_model import Ddr
+    from zynqflow.spec.engine import MemoryModel
 
-    def __len__(self) -> int:
-        return self._width
-
-    @property
-    def value(self):
-        return self._value
-
-    @value.setter
-    def value(self, v):
-        self._value = v
-
-    def setimmediatevalue(self, v):
-        self._value = v
-
-
-def _fix_channel(ch, consts: dict[str, tuple[int, int]]) -> None:
-    """Missing signals: the ones in ``consts`` become constants (width, value), the rest are removed."""
-    for name in list(vars(ch)):
-        if name.startswith("_"):
-            continue
-        if getattr(ch, name) is None:
-            if name in consts:
-                setattr(ch, name, _Absent(*consts[name]))
-                ch._signals[name] = getattr(ch, name)
-            else:
-                delattr(ch, name)
-                ch._signals.pop(name, None)
-
-
-def _size(data_bits: int) -> int:
-    return (data_bits // 8 - 1).bit_length()
-
-
-def axi_read_bus(dut, prefix: str):
-    """cocotbext-axi AxiReadBus of a module port set with only ar{valid,ready,addr,len} and
-    r{valid,ready,data,last,resp}: no IDs (0), full-width beats (ARSIZE), INCR bursts."""
-    from cocotbext.axi import AxiReadBus
-    bus = AxiReadBus.from_prefix(dut, prefix)
-    size = _size(len(bus.r.rdata))
-    _fix_channel(bus.ar, {"arid": (1, 0), "arsize": (3, size), "arburst": (2, 1)})
-    _fix_channel(bus.r, {"rid": (1, 0)})
-    return bus
-
-
-def axi_write_bus(dut, prefix: str):
-    """As :func:`axi_read_bus` for aw{valid,ready,addr,len}, w{valid,ready,data,last}, b{valid,ready,resp}
-    (all byte strobes set)."""
-    from cocotbext.axi import AxiWriteBus
-    bus = AxiWriteBus.from_prefix(dut, prefix)
-    size = _size(len(bus.w.wdata))
-    _fix_channel(bus.aw, {"awid": (1, 0), "awsize": (3, size), "awburst": (2, 1)})
-    _fix_channel(bus.w, {})
-    _fix_channel(bus.b, {"bid": (1, 0)})
-    return bus
+    mm = MemoryModel(beat_bytes=beat_bytes, seed=tb.rng.getrandbits(24), **model)
+    ddr = Ddr(tb.dut, tb.clk, tb.rst, get_sim_steps(CLK_NS, "ns"), model=mm, prefixes=(prefix,),
+              reset_active_level=bool(tb.rst_active), mem=tb.mem, fatal=True)
+    port = ddr.ports[0]
+    for ch, p in (gaps or {}).items():
+        port.set_gap(ch, p)
+    return port
 
 
 # ---- AXI4 master rules, checked cycle by cycle ---------------------------------------------
@@ -224,8 +177,8 @@ class AxiMasterChecker:
     Call :meth:`sample` once per cycle in the read-only phase. It checks the rules the
     engine's masters promise: bursts of 1..16 beats that stay inside one ``page`` (4 KiB, or
     a 128-byte line where a module promises that), beat-aligned addresses, VALID held and the
-    payload stable until READY, W beats only for bursts whose AW handshake is done with WLAST
-    on each burst's last beat, and at most ``max_rd`` / ``max_wr`` bursts outstanding (AR
+    payload stable until READY, WLAST on each burst's last beat (W beats may come before
+    their burst's AW: AXI A3.3.1), and at most ``max_rd`` / ``max_wr`` bursts outstanding (AR
     handshake to last R beat; AW handshake to B). It records every burst and beat.
     """
 
@@ -244,6 +197,7 @@ class AxiMasterChecker:
         self.rd_out_max = self.wr_out_max = 0
         self.r_bursts_done = 0
         self.w_beats_left: list[int] = []               # per AW'd burst not fully written
+        self.w_early: list[int] = []                    # WLAST of W beats ahead of their burst's AW
         self.w_bursts_done = 0
         self._hold: dict[str, tuple] = {}
 
@@ -297,11 +251,16 @@ class AxiMasterChecker:
                 self.tb.check(self.wr_out <= self.max_wr,
                               lambda: f"{self.wr_out} write bursts awaiting B > {self.max_wr} (cycle {cycle})")
             self.wr_out_max = max(self.wr_out_max, self.wr_out)
-            if wv:    # a W beat may only be offered for a burst whose AW handshake is done
-                self.tb.check(len(self.w_beats_left) > 0,
-                              lambda: f"W beat offered at cycle {cycle} before its burst's AW handshake")
             if wv and wr:
                 self.w.append((cycle, wd, wl))
+                self.w_early.append(wl)
+            if av and ar_:
+                self._burst("write", addr, ln + 1, cycle)
+                self.aw.append((cycle, addr, ln + 1))
+                self.w_beats_left.append(ln + 1)
+                self.wr_out += 1
+            while self.w_early and self.w_beats_left:    # W beats meet their bursts, in order
+                wl = self.w_early.pop(0)
                 left = self.w_beats_left[0] - 1
                 self.tb.check(wl == int(left == 0),
                               lambda: f"WLAST={wl} with {left} beats of the burst left (cycle {cycle})")
@@ -310,11 +269,6 @@ class AxiMasterChecker:
                     self.w_bursts_done += 1
                 else:
                     self.w_beats_left[0] = left
-            if av and ar_:
-                self._burst("write", addr, ln + 1, cycle)
-                self.aw.append((cycle, addr, ln + 1))
-                self.w_beats_left.append(ln + 1)
-                self.wr_out += 1
             if u_(self.sig("bvalid")) and u_(self.sig("bready")):
                 self.b.append((cycle, u_(self.sig("bresp"))))
                 self.wr_out -= 1

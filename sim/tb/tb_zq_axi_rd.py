@@ -18,39 +18,14 @@ from __future__ import annotations
 import collections
 
 import cocotb
-from cocotb.utils import get_sim_steps
-from cocotbext.axi.constants import AxiResp
 from cocotbext.axi.sparse_memory import SparseMemory
 
-from zynqflow.sim.ddr_model import _Read
-from zynqflow.sim.tb.common import CLK_NS, AxiMasterChecker, TBBase, axi_read_bus, pause_gen, u
-from zynqflow.spec.engine import AXI_BURST_BEATS, MemoryModel
+from zynqflow.sim.ddr_model import DECERR, SLVERR
+from zynqflow.sim.tb.common import AxiMasterChecker, TBBase, memory, u
+from zynqflow.spec.engine import AXI_BURST_BEATS
 
 BASE = 0x2000_0000
 SPAN = 0x4000
-
-
-class _ReadDecerr(_Read):
-    """The DDR read model, with address ranges that answer DECERR (the model's faults are SLVERR)."""
-
-    def __init__(self, *args, **kw):
-        super().__init__(*args, **kw)
-        self.decerr: list[tuple[int, int]] = []
-        self._dec = False
-        send = self.r_channel.send
-
-        async def send_resp(r):
-            if self._dec:
-                r.rresp = AxiResp.DECERR
-                self._dec = False
-            await send(r)
-        self.r_channel.send = send_resp
-
-    async def _read(self, address, length):
-        if any(lo <= address < hi for lo, hi in self.decerr):
-            self._dec = True
-            raise IOError(f"injected decode error at 0x{address:08x}")
-        return await super()._read(address, length)
 
 
 class TB(TBBase):
@@ -62,13 +37,8 @@ class TB(TBBase):
         self.mem = SparseMemory(1 << 32)
         self.image = bytes(self.rng.getrandbits(8) for _ in range(SPAN))
         self.mem.write(BASE, self.image)
-        self.ram = _ReadDecerr(axi_read_bus(dut, "m"), self.clk, self.rst, reset_active_level=True, mem=self.mem,
-                         model=MemoryModel(read_latency=latency, max_reads=4 * self.max_out))
-        self.ram._period = get_sim_steps(CLK_NS, "ns")
-        self.ram.log.setLevel("WARNING")
-        if stalls:
-            self.ram.ar_channel.set_pause_generator(pause_gen(self.rng, stalls))
-            self.ram.r_channel.set_pause_generator(pause_gen(self.rng, stalls))
+        self.ram = memory(self, beat_bytes=self.nb, gaps=dict(ar=stalls, r=stalls), read_latency=latency,
+                          max_reads=4 * self.max_out)
         self.axi = AxiMasterChecker(self, "m", self.nb, read=True, max_rd=self.max_out)
         self.cmds: list[tuple[int, int]] = []
         self.exp: collections.deque = collections.deque()     # expected out beats (data, last, err)
@@ -80,7 +50,7 @@ class TB(TBBase):
         dut.out_ready.value = 0
 
     def fail_reads(self, lo, hi, decerr: bool = False):
-        (self.ram.decerr if decerr else self.ram.fail).append((lo, hi))
+        self.ram.fail_reads(lo, hi, DECERR if decerr else SLVERR)
         self.fail_ranges.append((lo, hi))
 
     def command(self) -> tuple[int, int]:
@@ -210,6 +180,6 @@ async def read_errors(dut):
     await tb.issue(cmds)
     await tb.finish()
     resp = [r for *_, r in tb.axi.r]
-    tb.check(resp.count(int(AxiResp.SLVERR)) >= 24 and resp.count(int(AxiResp.DECERR)) >= 2,
+    tb.check(resp.count(int(SLVERR)) >= 24 and resp.count(int(DECERR)) >= 2,
              f"error responses seen: {sorted(set(resp))}")
     tb.done(100)

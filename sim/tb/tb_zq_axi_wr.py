@@ -1,16 +1,17 @@
 """zq_axi_wr: AXI4 burst writer (AW and W channels apart, W_QUEUE bursts queued, MAX_OUT awaiting B).
 
-The memory is cocotbext-axi's ``AxiRamWrite`` (``sim/ddr_model.py``'s subclass, for SLVERR
-injection) with random AW/W/B stalls; commands and the data stream come with random gaps.
+The memory is the project's DDR model (``sim/ddr_model.py``: SLVERR injection, protocol
+checks) with random AW/W/B stalls; commands and the data stream come with random gaps.
 Checked every cycle against a model of the header's rules:
 
 * AW: ``awaddr``/``awlen`` of each command, in order; at most MAX_OUT bursts awaiting B, and
-  MAX_OUT is reached (B stalls); ``cmd_ready`` = no AW pending, fewer than MAX_OUT owed and room
-  in the W queue (bursts whose AW is done and whose W has not started, W_QUEUE deep);
-* W: beats only for bursts whose AW handshake is done, back to back (``m_wvalid`` =
+  MAX_OUT is reached (B stalls); ``cmd_ready`` = no AW pending, fewer than MAX_OUT commands owed
+  their B and room in the W queue (bursts taken whose W has not started, W_QUEUE deep);
+* W: beats without waiting for the AW handshake (AXI A3.3.1), back to back (``m_wvalid`` =
   ``in_valid`` whenever a burst is loaded; the next queued burst is loaded with the last beat of
   the one before), ``m_wdata`` = ``in_data``, ``m_wlast`` on each burst's last beat, ``in_ready`` =
-  a loaded burst and ``m_wready``; the memory holds every byte written;
+  a loaded burst and ``m_wready``; the memory holds every byte written; a slave that holds
+  AWREADY until it sees WVALID gets every burst;
 * ``err`` pulses in the cycle after each SLVERR response, ``idle`` = every command answered,
   ``w_busy`` = a burst with beats left (queued, loaded or on AW).
 """
@@ -22,8 +23,7 @@ import collections
 import cocotb
 from cocotbext.axi.sparse_memory import SparseMemory
 
-from zynqflow.sim.ddr_model import _Write
-from zynqflow.sim.tb.common import AxiMasterChecker, TBBase, axi_write_bus, pause_gen, u
+from zynqflow.sim.tb.common import AxiMasterChecker, TBBase, memory, u
 from zynqflow.spec.engine import AXI_BURST_BEATS
 
 BASE = 0x3000_0000
@@ -31,27 +31,23 @@ SPAN = 0x4000
 
 
 class TB(TBBase):
-    def __init__(self, dut, test, stalls=(0.2, 0.3, 0.85), p_in: float = 0.7):
+    def __init__(self, dut, test, stalls=(0.2, 0.3, 0.85), p_in: float = 0.7, **mem):
         super().__init__(dut, test=test)
         self.dw = self.param("DATA_W")
         self.nb = self.dw // 8
         self.max_out = self.param("MAX_OUT")
         self.wq_depth = self.param("W_QUEUE")
         self.mem = SparseMemory(1 << 32)
-        self.ram = _Write(axi_write_bus(dut, "m"), self.clk, self.rst, reset_active_level=True, mem=self.mem)
-        self.ram.log.setLevel("WARNING")
-        # the slave takes AW requests ahead of their data (its default queue of 2 would hide the W queue)
-        self.ram.aw_channel.queue_occupancy_limit = 64
-        self.ram.b_channel.queue_occupancy_limit = 64
-        for ch, p in zip((self.ram.aw_channel, self.ram.w_channel, self.ram.b_channel), stalls):
-            if p:
-                ch.set_pause_generator(pause_gen(self.rng, p))
+        # the slave takes AW requests ahead of their data and owes many B responses
+        self.ram = memory(self, beat_bytes=self.nb, gaps=dict(zip(("aw", "w", "b"), stalls)), write_latency=1,
+                          max_writes=32, **mem)
         self.axi = AxiMasterChecker(self, "m", self.nb, read=False, write=True, max_wr=self.max_out)
         self.p_in = p_in
         self.data: collections.deque = collections.deque()   # the in_* stream still to send
         self.expected: dict[int, int] = {}                    # byte address -> value
         self.err_addrs: list[tuple[int, int]] = []
         self.n_cmd = 0
+        self.cmd_cycles: list[int] = []
         # the W side, as the header describes it
         self.wq: collections.deque = collections.deque()     # beats of bursts AW'd, W not started
         self.w_left = 0                                      # beats left of the loaded burst
@@ -74,7 +70,7 @@ class TB(TBBase):
             await self.step()
             c = self.cycles
             awv = u(d.m_awvalid)
-            owed = self.axi.wr_out
+            owed = self.n_cmd - len(self.axi.b)          # commands taken whose B has not come
             self.eq(u(d.cmd_ready), int(not awv and owed < self.max_out and len(self.wq) < self.wq_depth),
                     f"cmd_ready at cycle {c} (awvalid={awv}, owed={owed}, queued={len(self.wq)})")
             active = self.w_left > 0
@@ -98,11 +94,11 @@ class TB(TBBase):
             self.err_next = int(bool(bv and br and (u(d.m_bresp) >> 1) & 1))
             self.errs += self.err_next
             self.axi.sample(c)
-            if awv and u(d.m_awready):
-                self.wq.append(u(d.m_awlen) + 1)
-                self.wq_max = max(self.wq_max, len(self.wq))
             if u(d.cmd_valid) and u(d.cmd_ready):
                 self.n_cmd += 1
+                self.cmd_cycles.append(c)
+                self.wq.append(u(d.cmd_beats))
+                self.wq_max = max(self.wq_max, len(self.wq))
 
     async def feed(self):
         """The in_* stream: random gaps, but VALID and the data held until READY (a FIFO's output)."""
@@ -196,7 +192,27 @@ async def back_to_back(dut):
     w = [c for c, *_ in tb.axi.w]
     tb.eq(w[-1] - w[0] + 1, len(w), "W beats of all bursts in consecutive cycles")
     aw = [c for c, *_ in tb.axi.aw]
-    tb.eq(w[0] - aw[0], 2, "first W beat two cycles after the first AW handshake (queue, load)")
+    tb.eq(w[0] - tb.cmd_cycles[0], 2, "first W beat two cycles after its command (queue, load)")
+    tb.eq(aw[0] - tb.cmd_cycles[0], 1, "first AW handshake the cycle after its command")
+    tb.done(200)
+
+
+@cocotb.test()
+async def slave_waits_for_wvalid(dut):
+    """A slave that holds AWREADY until it has a W beat of the burst (A3.3.1 allows it): every
+    burst is written (the writer does not wait for AWREADY before WVALID)."""
+    tb = TB(dut, "slave_waits_for_wvalid", stalls=(0.2, 0.3, 0.3), aw_waits_for_w=True)
+    await tb.reset()
+    tb.start()
+    cmds = [tb.command() for _ in range(16)]
+    await tb.issue(cmds)
+    await tb.finish(cmds)
+    first_w, n = [], 0
+    for _, _, beats in tb.axi.aw:
+        first_w.append(tb.axi.w[n][0])
+        n += beats
+    early = sum(w < a for w, (a, *_) in zip(first_w, tb.axi.aw))
+    tb.check(early == len(cmds), f"only {early} of {len(cmds)} bursts had a W beat before their AW handshake")
     tb.done(200)
 
 
@@ -205,8 +221,7 @@ async def write_errors(dut):
     """SLVERR responses: one err pulse per failed burst, the cycle after its B; the rest is written."""
     tb = TB(dut, "write_errors")
     lo, hi = BASE + 0x1000, BASE + 0x1000 + 8 * tb.nb
-    tb.ram.fail_writes = None
-    tb.ram.fail.append((lo, hi))
+    tb.ram.fail_writes(lo, hi)
     tb.err_addrs.append((lo, hi))
     await tb.reset()
     tb.start()

@@ -23,12 +23,9 @@ from __future__ import annotations
 import collections
 
 import cocotb
-from cocotb.utils import get_sim_steps
 from cocotbext.axi.sparse_memory import SparseMemory
 
-from zynqflow.sim.ddr_model import _Read
-from zynqflow.sim.tb.common import CLK_NS, AxiMasterChecker, TBBase, axi_read_bus, pause_gen, u
-from zynqflow.spec.engine import MemoryModel
+from zynqflow.sim.tb.common import AxiMasterChecker, TBBase, memory, u
 
 BASE = 0x1800_0000
 LINE = 128
@@ -89,13 +86,7 @@ class TB(TBBase):
         self.row_w = self.param("ROW_W")
         self.max_out = self.param("MAX_OUT")
         self.mem = SparseMemory(1 << 32)
-        self.ram = _Read(axi_read_bus(dut, "m"), self.clk, self.rst, reset_active_level=True, mem=self.mem,
-                         model=MemoryModel(read_latency=16, max_reads=16))
-        self.ram._period = get_sim_steps(CLK_NS, "ns")
-        self.ram.log.setLevel("WARNING")
-        if stalls:
-            self.ram.ar_channel.set_pause_generator(pause_gen(self.rng, stalls))
-            self.ram.r_channel.set_pause_generator(pause_gen(self.rng, stalls))
+        self.ram = memory(self, gaps=dict(ar=stalls, r=stalls), read_latency=16, max_reads=16)
         self.axi = AxiMasterChecker(self, "m", 8, read=True, max_rd=self.max_out, page=LINE)
         self.p_ready = p_ready
         self.layer: Layer | None = None
@@ -255,7 +246,7 @@ async def read_errors(dut):
     tb.start()
     L = layers(tb)[0]
     lo = L.addr(1, 2)
-    tb.ram.fail.append((lo, lo + 24))
+    tb.ram.fail_reads(lo, lo + 24)
     for a in range(lo, lo + 24):       # SLVERR beats read as zeros
         off = a - L.base
         unit, byte = divmod(off, tb.npe)

@@ -25,8 +25,7 @@ import collections
 import cocotb
 from cocotbext.axi.sparse_memory import SparseMemory
 
-from zynqflow.sim.ddr_model import _Write
-from zynqflow.sim.tb.common import AxiMasterChecker, TBBase, axi_write_bus, pause_gen, u
+from zynqflow.sim.tb.common import AxiMasterChecker, TBBase, memory, u
 from zynqflow.spec.engine import AXI_BURST_BEATS
 
 BASE = 0x1800_0000
@@ -58,13 +57,7 @@ class TB(TBBase):
         self.bpu = self.npe // 8
         self.delay = max(1, self.margin - 6)       # results in flight when `full` rises
         self.mem = SparseMemory(1 << 32)
-        self.ram = _Write(axi_write_bus(dut, "m"), self.clk, self.rst, reset_active_level=True, mem=self.mem)
-        self.ram.log.setLevel("WARNING")
-        self.ram.aw_channel.queue_occupancy_limit = 64
-        self.ram.b_channel.queue_occupancy_limit = 64
-        for ch, p in zip((self.ram.aw_channel, self.ram.w_channel, self.ram.b_channel), stalls):
-            if p:
-                ch.set_pause_generator(pause_gen(self.rng, p))
+        self.ram = memory(self, gaps=dict(zip(("aw", "w", "b"), stalls)), write_latency=1, max_writes=32)
         self.axi = AxiMasterChecker(self, "m", 8, read=False, write=True, max_wr=self.max_out, page=LINE)
         self.p_issue = p_issue
         self.units: collections.deque = collections.deque()    # (addr, left, data) still to issue
@@ -159,7 +152,7 @@ class TB(TBBase):
 
 @cocotb.test()
 async def runs_to_bursts(dut):
-    tb = TB(dut, "runs_to_bursts")
+    tb = TB(dut, "runs_to_bursts", stalls=(0.2, 0.3, 0.9))
     await tb.reset()
     tb.start()
     runs = tb.random_runs(30, 0) + tb.random_runs(30, 1) + [(BASE + 0x2FF0 // tb.npe * tb.npe, 1)]
@@ -177,7 +170,7 @@ async def runs_to_bursts(dut):
 async def write_errors(dut):
     tb = TB(dut, "write_errors")
     lo, hi = BASE + 0x200, BASE + 0x280
-    tb.ram.fail.append((lo, hi))
+    tb.ram.fail_writes(lo, hi)
     await tb.reset()
     tb.start()
     runs = [(BASE + 0x1C0, 24), (BASE + 0x400, 8)]

@@ -25,11 +25,9 @@ from __future__ import annotations
 import collections
 
 import cocotb
-from cocotb.utils import get_sim_steps
 from cocotbext.axi.sparse_memory import SparseMemory
 
-from zynqflow.sim.ddr_model import _Read
-from zynqflow.sim.tb.common import CLK_NS, AxiMasterChecker, TBBase, axi_read_bus, pause_gen, u
+from zynqflow.sim.tb.common import AxiMasterChecker, TBBase, memory, u
 from zynqflow.spec import engine as E
 
 BASE = 0x1000_0000
@@ -47,13 +45,7 @@ class TB(TBBase):
         self.max_out = self.param("MAX_OUT", 8)
         self.ring = 1 << self.wr_w
         self.mem = SparseMemory(1 << 32)
-        self.ram = _Read(axi_read_bus(dut, "m"), self.clk, self.rst, reset_active_level=True, mem=self.mem,
-                         model=E.MemoryModel(read_latency=12, max_reads=16))
-        self.ram._period = get_sim_steps(CLK_NS, "ns")
-        self.ram.log.setLevel("WARNING")
-        if stalls:
-            self.ram.ar_channel.set_pause_generator(pause_gen(self.rng, stalls))
-            self.ram.r_channel.set_pause_generator(pause_gen(self.rng, stalls))
+        self.ram = memory(self, gaps=dict(ar=stalls, r=stalls), read_latency=12, max_reads=16)
         self.axi = AxiMasterChecker(self, "m", 8, read=True, max_rd=self.max_out)
         self.words = [self.rng.getrandbits(8 * self.wb) for _ in range(self.n_words)]
         self.fields = dict(magic=E.HEADER_MAGIC, spec_version=E.SPEC_VERSION, net_id=self.net_id,
@@ -238,13 +230,13 @@ async def read_errors(dut):
     await tb.reset()
     tb.start()
     words_lo = BASE + tb.hdr_bytes + tb.wb * (tb.n_words // 2)
-    tb.ram.fail.append((words_lo, words_lo + 8))
+    tb.ram.fail_reads(words_lo, words_lo + 8)
     await tb.frame("rd_err")            # first frame after reset: the whole image is read
-    tb.ram.fail.clear()
+    tb.ram.clear_faults()
     await tb.frame("full")              # a failed frame does not fill the cache
-    tb.ram.fail.append((BASE + 8, BASE + 16))
+    tb.ram.fail_reads(BASE + 8, BASE + 16)
     await tb.frame("rd_err")            # header read error (also on a cached image)
-    tb.ram.fail.clear()
+    tb.ram.clear_faults()
     await tb.frame("full")              # ... drops the cache
     if tb.cache:
         await tb.frame("cached")
