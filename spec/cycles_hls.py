@@ -21,9 +21,10 @@ which the core decides:
 * per layer region: its start, the core's pipeline drain, the writer's last write response.
 
 Every transfer uses the memory model of the specification (``spec.engine.MemoryModel``, a preset
-by name or a model): the read and write latency, each port's rate (its token bucket and refresh:
-:func:`port_rates`), and the shared DDR budget, applied per layer (a layer whose traffic would
-exceed it is stretched until it does not).
+by name or a model) as the RTL twin's model reads it: the read and write latency, each port's
+rate (``spec.cycles.port_rates``: its token bucket, refresh, gaps and stalls, the outstanding
+limit), and the shared DDR budget, applied per layer (a layer whose traffic would exceed it is
+stretched until it does not).
 
     from zynqflow.spec.cycles_hls import predict_hls
     p = predict_hls(plan)                          # plan: zynqflow.export.plan.HwPlan
@@ -47,7 +48,8 @@ import math
 from dataclasses import asdict, dataclass
 
 from . import engine as E
-from .cycles import _need_rows, _Released, _released_rows
+from .cycles import _need_rows, _Released, _released_rows, port_rates
+from .cycles import memory_of as _rtl_memory_of
 
 # hls/zq_count.h's enum Counter, in order (sim/csim.py reads the C simulation's counts by these)
 COUNTERS = ("header", "wload", "raw", "scan", "stem_write", "rest", "drain", "out", "fill", "core", "bias", "mac",
@@ -123,34 +125,9 @@ MEMORY_CSIM = E.MemoryModel(read_latency=0, write_latency=0)
 
 
 def memory_of(memory) -> E.MemoryModel:
-    """A MemoryModel from a preset name (``"csim"``: the C simulation's array) or a model."""
-    if memory is None:
-        return E.MEMORY_MODEL
-    if isinstance(memory, str):
-        return MEMORY_CSIM if memory == "csim" else E.memory_preset(memory)
-    return memory
-
-
-def port_rates(M: E.MemoryModel) -> dict:
-    """Beats per cycle each direction of a port moves under continuous demand (its token bucket
-    through refresh and the stress preset's gaps and stalls, on average), and the shared budget's
-    bytes per cycle (0: none), from the rules of ``spec.engine.MemoryModel``."""
-    beat = float(M.beat_bytes)
-
-    def bucket(rate: float, depth: float, peak: float) -> float:
-        if M.refresh_interval <= 0 or M.refresh_cycles <= 0:
-            return min(rate, peak)
-        blocked, free = M.refresh_cycles, M.refresh_interval - M.refresh_cycles
-        return min(peak * free, min(rate * blocked, depth) + rate * free) / M.refresh_interval
-
-    up = 1.0
-    if M.stall_prob > 0 and M.stall_max > 0:
-        up = 1.0 / (1.0 + M.stall_prob * (M.stall_max + 1) / 2.0)
-    port = bucket(M.port_bytes_per_cycle, M.shared_bucket_bytes, beat) / beat * up
-    shared = 0.0
-    if M.shared_bytes_per_cycle > 0:
-        shared = bucket((1.0 - M.cpu_share) * M.shared_bytes_per_cycle, M.shared_bucket_bytes, 4 * beat) * up
-    return dict(read_beats=port * (1.0 - M.gap_r), write_beats=port * (1.0 - M.gap_w), shared_bytes=shared)
+    """A MemoryModel from a preset name (``"csim"``: the C simulation's array; the others:
+    ``spec.engine.MEMORY_PRESETS``) or a model (None: ``ideal``)."""
+    return MEMORY_CSIM if isinstance(memory, str) and memory == "csim" else _rtl_memory_of(memory)
 
 
 def _lg(n: int) -> int:
