@@ -56,7 +56,7 @@ help:
 	@echo "                     (no checkpoint for NET: seeded random weights, SEED=0; said so)"
 	@echo "make csim            HLS C simulation with g++ -> build/<net>/<dataset>/csim.json"
 	@echo "make bench           speed and bit-exactness figures, the full ZynqNet in RTL -> build/bench/*.json"
-	@echo "make hls             Vitis HLS csim/csynth/cosim/export (needs vitis_hls)"
+	@echo "make hls             Vitis HLS csim/csynth/cosim/export (needs vitis_hls or vitis-run)"
 	@echo "make rtl-sim         cocotb + Verilator on the RTL twin, then per-layer cycles vs the model"
 	@echo "                     -> build/<net>/rtl_perf.json"
 	@echo "make rtl-bench [FRAMES=N BACKPRESSURE=1 MEMORY=ideal|pynq-z2|stress SEEDS=N]  the test set through the"
@@ -121,13 +121,16 @@ bench: export
 demo: $(STAMP)
 	$(PY) -m zynqflow.bench.demo
 
+# Vitis HLS 2023.2 (vitis_hls) or Vitis 2024.2+ (vitis-run --mode hls): csim, csynth, cosim
+# (ZQ_COSIM_FRAMES frames, default 1), IP export -> build/<net>/hls (hls/README.md)
 hls: hls-tool export
 	bash hls/scripts/hls.sh $(EXPORT) build/$(NET)/hls
 
 .PHONY: hls-tool
 hls-tool:
-	@command -v vitis_hls >/dev/null || { echo "make hls: vitis_hls not found on PATH (Vitis HLS 2023.2: source" \
-	    "<Vitis>/settings64.sh). Without it, make csim runs the same engine in g++ C simulation." >&2; exit 1; }
+	@command -v vitis_hls >/dev/null || command -v vitis-run >/dev/null || { echo "make hls: neither vitis_hls" \
+	    "(Vitis HLS 2023.2) nor vitis-run (Vitis 2024.2+) on PATH: source <Vitis>/settings64.sh. Without it," \
+	    "make csim runs the same engine in g++ C simulation." >&2; exit 1; }
 
 # RTL twin under cocotb + Verilator: the cocotb suite, then rtl_perf.json.
 # RTL=hls runs the same tests on the Vitis-exported Verilog (build/<net>/hls/...).

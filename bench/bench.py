@@ -35,6 +35,11 @@ Writes into ``build/bench/``:
                    correlation.
 ``resources.json`` with ``--only ...,synth``: Yosys estimate of the engine that
                    runs zynqnet (make synth-estimate NET=zynqnet).
+``hls.json``       the HLS engine (hls/) beside the RTL twin for zynqnet, zynqnet-rgb and
+                   zynqnet-mini: its frame rate at 100 MHz as its cycle model predicts it
+                   (spec.cycles_hls, modelled, under the pynq-z2 and ideal memory presets),
+                   the RTL twin's measured frame rate (RTL simulation), the worst layer of the
+                   HLS model against the RTL twin's model, and the HLS resource estimate.
 
 Every figure names the machine it was measured on.
 """
@@ -310,6 +315,59 @@ def bench_zynqnet(out: Path, frames: int = 3, memory_rows: list | None = None) -
     return z
 
 
+HLS_NETS = ("zynqnet", "zynqnet-rgb", "zynqnet-mini")
+
+
+def _random_export(net: str) -> Path:
+    """build/<net>/export with seeded random weights when there is no export of ``net`` yet."""
+    from zynqflow.export.exporter import main as export_main
+
+    ex = Path(f"build/{net}/export")
+    if not (ex / "manifest.json").is_file():
+        if export_main(["--net", net, "--random-weights", "0", "--vectors", "2", "--out", str(ex)]):
+            raise RuntimeError(f"export of {net} failed")
+    return ex
+
+
+def bench_hls(out: Path, measured: dict | None = None, rtl_frames: int = 4) -> dict:
+    """The HLS engine beside the RTL twin, per network of HLS_NETS: the HLS cycle model's frame
+    rate (modelled: spec.cycles_hls under the pynq-z2 preset, the RTL figure's, and ideal), the
+    RTL twin's measured frame rate (RTL simulation: from ``measured`` {net: rtl_bench result} when
+    the bench measured it already, else ``rtl_frames`` frames through the harness now), the RTL
+    twin's model, the HLS model's worst layer against it, and the HLS resource estimate."""
+    from zynqflow.bench.rtl_bench import measure
+    from zynqflow.export.exporter import load_plan
+    from zynqflow.export.resources import estimate
+    from zynqflow.spec.cycles import predict
+    from zynqflow.spec.cycles_hls import LABEL, hls_vs_rtl, predict_hls
+
+    measured = measured or {}
+    rows = {}
+    for net in HLS_NETS:
+        ex = zynqnet_export() if net == "zynqnet" else _random_export(net)
+        plan = load_plan(ex)
+        r = measured.get(net)
+        if r is None:
+            r = measure(ex, frames=rtl_frames, workers=1, out=Path(f"build/{net}/rtl_bench_hls_compare.json"))
+        h = {m: predict_hls(plan, memory=m)["frame"] for m in ("pynq-z2", "ideal")}
+        v = hls_vs_rtl(plan, memory="pynq-z2")
+        res = estimate(plan, "hls")
+        rows[net] = dict(
+            export=str(ex), engine=f"{plan.engine.n_pe}x{plan.engine.n_ci}",
+            hls_fps_at_100mhz_modelled=round(h["pynq-z2"]["fps_at_100mhz"], 2),
+            hls_fps_at_100mhz_modelled_ideal_memory=round(h["ideal"]["fps_at_100mhz"], 2),
+            hls_cycles_per_frame_modelled=h["pynq-z2"]["cycles"],
+            rtl_fps_at_100mhz_measured=r.get("fps_at_100mhz"), rtl_measured_label=r.get("fps_at_100mhz_label"),
+            rtl_measured_frames=r.get("frames"), rtl_measured_memory=r.get("memory_model"),
+            rtl_fps_at_100mhz_model=round(predict(plan)["frame"]["fps_at_100mhz"], 2),
+            hls_worst_layer_vs_rtl_model_pct=round(100 * v["worst_ratio"], 2),
+            hls_resources=dict(dsp=res["dsp"], bram36=res["bram36"], lut=res["lut"], ff=res["ff"], model=res["model"]))
+    d = dict(label=f"HLS: {LABEL}; RTL: measured in RTL simulation (free-running Verilator harness)", networks=rows,
+             machine=machine())
+    (out / "hls.json").write_text(json.dumps(d, indent=2) + "\n")
+    return d
+
+
 DSE_REFERENCE = Path("model/reference/dse/fashion-mnist")
 
 
@@ -351,7 +409,7 @@ def main(argv=None) -> int:
     p.add_argument("--steps", type=int, default=40, help="timed training steps per window")
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--out", default="build/bench")
-    p.add_argument("--only", default="training,csim,bitexact,rtl,memory,zynqnet,dse",
+    p.add_argument("--only", default="training,csim,bitexact,rtl,memory,zynqnet,dse,hls",
                    help="comma list of parts to run (also: synth, the Yosys estimate of the zynqnet engine)")
     p.add_argument("--rtl-frames", type=int, default=10000, help="test images through the RTL simulation")
     a = p.parse_args(argv)
@@ -360,6 +418,7 @@ def main(argv=None) -> int:
     parts = set(a.only.split(","))
     rows = []
     failed = False
+    rtl_measured: dict = {}   # network -> RTL figures measured by this run (the HLS comparison reuses them)
     if "training" in parts:
         print("bench: training speed (float vs QAT) and exact-integer evaluation ...", flush=True)
         r = bench_training(a.net, a.ckpt, a.data_dir, a.steps, a.repeats)
@@ -404,6 +463,7 @@ def main(argv=None) -> int:
               flush=True)
         r = measure(Path(f"build/{a.net}/export"), frames=a.rtl_frames, data="fashion-mnist",
                     data_dir=a.data_dir, out=out / "rtl_bench.json")
+        rtl_measured[a.net] = r
         rows += [("RTL sim frames", str(r["frames"])), ("RTL sim top-1", f"{r['top1']:.4f}"),
                  ("RTL sim mismatches vs golden", str(r["mismatches_vs_golden"])),
                  ("RTL cycles/frame", f"{r['cycles_per_frame']['median']:.0f}"),
@@ -442,6 +502,7 @@ def main(argv=None) -> int:
     if "zynqnet" in parts:
         print("bench: the full 256x256 ZynqNet through the RTL twin (random weights, pynq-z2 memory) ...", flush=True)
         z = bench_zynqnet(out, memory_rows=mem_rows)
+        rtl_measured["zynqnet"] = z
         rows += [("zynqnet 256x256: cycles/frame (RTL sim, pynq-z2)", f"{z['cycles_per_frame']['median']:.0f}"),
                  ("zynqnet: fps at 100 MHz, RTL simulation (pynq-z2)", f"{z['fps_at_100mhz']:.1f}"),
                  ("zynqnet: MAC utilization", f"{z['utilization']:.3f}"),
@@ -469,6 +530,12 @@ def main(argv=None) -> int:
                   f"{res['dsp']} / {res['bram36']:.0f} / {res['lut']} / {res['ff']}"),
                  ("zynqnet engine: longest logic path (Yosys sta, logic only)",
                   f"{res['timing']['sta'].get('logic_delay_ns', float('nan')):.2f} ns")]
+    if "hls" in parts:
+        print("bench: the HLS engine's modelled frame rate beside the RTL twin's measured one ...", flush=True)
+        hb = bench_hls(out, rtl_measured)
+        for net, h in hb["networks"].items():
+            rows.append((f"{net}: fps at 100 MHz, HLS modelled (pynq-z2) / RTL measured",
+                         f"{h['hls_fps_at_100mhz_modelled']:.1f} / {h['rtl_fps_at_100mhz_measured']:.1f}"))
     width = max((len(k) for k, _ in rows), default=0)
     print(f"\nbench results ({machine()['cpu']}, {os.cpu_count()} cores) -> {out}/")
     for k, v in rows:

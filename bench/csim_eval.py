@@ -8,8 +8,9 @@ vectors, then runs ``--frames`` test-set frames through the C simulation
 (:class:`zynqflow.sim.csim.CSim`) and the numpy golden model and writes
 ``csim.json`` (frames, top1, mismatches_vs_golden, golden_top1, seconds, fps,
 network_id, testbench_rc, the registers after the run, and ``hls_model``: the HLS engine's
-frame time on the FPGA as ``zynqflow.spec.cycles_hls`` models it, an estimate beside the
-RTL twin's model; ``fps`` is the C simulation's speed on this host). The C simulation reads
+frame time on the FPGA as ``zynqflow.spec.cycles_hls`` models it under the pynq-z2 memory
+preset, an estimate beside the RTL twin's model; ``fps`` is the C simulation's speed on this
+host, in the scheduler mode ``csim_mode``). The C simulation reads
 the export's weight image (``weights.bin``) from its simulated DDR. Exit status 1
 on any mismatch, 2 on a usage or build error.
 """
@@ -47,9 +48,9 @@ def _hls_model(export_dir: Path) -> dict | None:
         plan = load_plan(export_dir)
     except ExportError:
         return None
-    h, first = predict_hls(plan), predict_hls(plan, cached=False)
-    return dict(label=h["label"], cycles=h["frame"]["cycles"], first_frame_cycles=first["frame"]["cycles"],
-                fps_at_100mhz=round(h["frame"]["fps_at_100mhz"], 2),
+    h, first = predict_hls(plan, memory="pynq-z2"), predict_hls(plan, memory="pynq-z2", cached=False)
+    return dict(label=h["label"], memory="pynq-z2", cycles=h["frame"]["cycles"],
+                first_frame_cycles=first["frame"]["cycles"], fps_at_100mhz=round(h["frame"]["fps_at_100mhz"], 2),
                 rtl_model_fps_at_100mhz=round(predict(plan)["frame"]["fps_at_100mhz"], 2))
 
 
@@ -65,6 +66,8 @@ def main(argv=None) -> int:
     p.add_argument("--out", default=None, help="csim.json (default: beside the checkpoint, else "
                                                 "<export>/../<dataset>/csim.json)")
     p.add_argument("--skip-tb", action="store_true", help="do not build and run the C testbench")
+    p.add_argument("--mode", default="lockstep", choices=("lockstep", "threads", "sequential"),
+                   help="the C simulation's scheduler (default lockstep; see zynqflow.sim.csim)")
     a = p.parse_args(argv)
 
     from zynqflow.model.data import DatasetError, dataset_tag, load_for_manifest
@@ -105,7 +108,7 @@ def main(argv=None) -> int:
         if frames.shape[1:] != qnet.input_shape:
             raise CSimError(f"dataset {data} gives {frames.shape[1:]} frames, {qnet.name} takes "
                             f"{qnet.input_shape}")
-        sim = CSim(export_dir)
+        sim = CSim(export_dir, mode=a.mode)
         t0 = time.perf_counter()
         logits = sim.run(frames)
         seconds = time.perf_counter() - t0
@@ -130,6 +133,7 @@ def main(argv=None) -> int:
         dataset=man.get("dataset") or dataset_tag(data),
         mismatched_logits=int((logits != gold).sum()),
         testbench_rc=tb_rc,
+        csim_mode=a.mode,
         ckpt_matches_export=ckpt_ok,
         registers={k: regs[k] for k in REG_NAMES},
         hls_model=hls_model,

@@ -65,6 +65,9 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--proxy-qat-epochs", type=int, default=None, help="proxy: QAT epochs")
     r.add_argument("--seed", type=int, default=None, help="training and sampler seed (default 0)")
     r.add_argument("--startup-trials", type=int, default=None, help="random trials before TPE (default 10)")
+    r.add_argument("--target", default=None, choices=hw_model.ENGINES,
+                   help="the engine variant whose models judge the designs: rtl (the RTL twin, default) or hls "
+                        "(the Vitis HLS engine: its schedule and its memories)")
     r.add_argument("--min-fps", type=float, default=None,
                    help="constraint: designs predicted below this frame rate are not trained (default: none)")
     r.add_argument("--trials", type=int, default=None, help="trial budget of the study (default 32; raise to extend)")
@@ -97,6 +100,7 @@ def parser() -> argparse.ArgumentParser:
     m.add_argument("--part", default="xc7z020")
     m.add_argument("--space", default="default", choices=sorted(SPACES))
     m.add_argument("--in-channels", type=int, default=None)
+    m.add_argument("--target", default="rtl", choices=hw_model.ENGINES, help="engine variant (rtl or hls)")
     return ap
 
 
@@ -136,14 +140,15 @@ def cmd_run(a) -> int:
     part = a.part or "xc7z020"
     settings = settings_from_args(data, part, a.space or "default", engines, proxy,
                                   0 if a.seed is None else a.seed, 10 if a.startup_trials is None else a.startup_trials,
-                                  a.min_fps or 0.0)
+                                  a.min_fps or 0.0, a.target or "rtl")
     from zynqflow.model.data import dataset_tag
 
     name = a.study or f"{dataset_tag(data)}-{settings.part}"
     out = default_out(name, a.out_root)
     explicit = {"data": a.data is not None, "in_channels": a.data is not None, "part": a.part is not None,
                 "space": a.space is not None or bool(engines), "proxy": proxy_explicit, "seed": a.seed is not None,
-                "startup_trials": a.startup_trials is not None, "min_fps": a.min_fps is not None}
+                "startup_trials": a.startup_trials is not None, "min_fps": a.min_fps is not None,
+                "engine": a.target is not None}
     storage = storage_for(a.storage, out)
     study, settings = open_study(name, storage, settings, settings.seed, a.trials, explicit=explicit,
                                  default_trials=32)
@@ -249,7 +254,7 @@ def cmd_train(a) -> int:
     print(f"promoting trial {t.number} ({design.n_pe}x{design.n_ci}): {net_json} -> {dest} "
           f"({tc.epochs} float + {tc.qat_epochs} QAT epochs; same as `make train NET={net_json}`)")
     metrics = run(tc)
-    hw = hw_record(design, settings.part, settings.min_fps)
+    hw = hw_record(design, settings.part, settings.min_fps, settings.engine)
     promo = dict(trial=t.number, net_json=str(net_json), checkpoint=str(dest / "checkpoint.pt"),
                  engine=dict(n_pe=design.n_pe, n_ci=design.n_ci), proxy_fixed_top1=t.values[0] if t.values else None,
                  fixed_top1=metrics.get("fixed_top1"), float_top1=metrics.get("float_top1"),
@@ -267,10 +272,10 @@ def cmd_models(a) -> int:
     cfg = get_config(a.net, in_channels=a.in_channels)
     params = n_params(cfg)
     print(f"{cfg.name}: {params} parameters, {cfg.in_channels}x{cfg.input_size}x{cfg.input_size} input; "
-          f"{a.part}; {hw_model.MODEL}")
+          f"{a.part}; {hw_model.MODEL_HLS if a.target == 'hls' else hw_model.MODEL}")
     print(f"{'engine':>7s} {'cycles':>9s} {'fps':>8s} {'DSP':>5s} {'BRAM36':>6s} {'LUT':>7s} {'FF':>7s}  fits")
     for pe, ci in get_space(a.space).engine_pairs():
-        r = hw_model.evaluate(cfg, pe, ci, a.part)
+        r = hw_model.evaluate(cfg, pe, ci, a.part, engine=a.target)
         fits = max(hw_model.violations(r, a.part).values()) <= 0
         print(f"{pe:>4d}x{ci:<2d} {r['cycles_per_frame']:>9d} {r['fps']:>8.0f} {r['dsp']:>5d} {r['bram36']:>6g} "
               f"{r['lut']:>7d} {r['ff']:>7d}  {'yes' if fits else 'no'}")

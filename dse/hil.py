@@ -120,7 +120,8 @@ def current_model(r: dict, settings: Settings, clock: float) -> dict:
 
     e = r["engine"]
     try:
-        hw = hw_model.evaluate(NetConfig.from_dict(r["net"]), e["n_pe"], e["n_ci"], settings.part, clock)
+        hw = hw_model.evaluate(NetConfig.from_dict(r["net"]), e["n_pe"], e["n_ci"], settings.part, clock,
+                               engine=getattr(settings, "engine", "rtl"))
     except (KeyError, TypeError, ValueError):
         return dict(r["resources"], fps=r["fps"], cycles_per_frame=r["cycles_per_frame"], model=r["model"])
     return dict({k: hw[k] for k in hw_model.RESOURCES}, fps=hw["fps"], cycles_per_frame=hw["cycles_per_frame"],

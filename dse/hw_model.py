@@ -17,6 +17,11 @@ Everything in :mod:`zynqflow.dse` reaches the models through :func:`evaluate`
   to the same nanoseconds and bytes per second (``spec.cycles.scale_memory``);
 * resources: ``zynqflow.export.resources.estimate`` (DSP from the MAC lanes,
   block RAM from the plan's RAMs, LUT/FF fitted to Yosys runs of the RTL).
+
+``engine`` picks the variant of the engine the search targets (``ENGINES``): ``rtl``, the
+SystemVerilog twin (the models above), or ``hls``, the Vitis HLS engine (cycles from
+``zynqflow.spec.cycles_hls.predict_hls``, its overlapped schedule; resources from the
+``hls`` variant of ``export.resources``, whose memories its pragmas lay out).
 """
 
 from __future__ import annotations
@@ -27,6 +32,9 @@ from zynqflow.spec.topology import NetConfig
 
 MODEL = "spec.cycles event model (DRAM time included; within 3 % of the RTL per layer) + export.resources " \
         "(DSP = lanes/2, BRAM from the plan's RAMs, LUT/FF fitted to Yosys)"
+MODEL_HLS = "spec.cycles_hls model of the HLS engine's overlapped schedule (Vitis depths estimated) + " \
+            "export.resources hls variant (BRAM from the pragmas' memories; LUT/FF estimated)"
+ENGINES = ("rtl", "hls")
 
 
 
@@ -63,9 +71,10 @@ def get_part(name: str) -> Part:
     return PARTS[key]
 
 
-def evaluate(cfg: NetConfig, n_pe: int, n_ci: int, part: str = "xc7z020", clock_mhz: float | None = None) -> dict:
+def evaluate(cfg: NetConfig, n_pe: int, n_ci: int, part: str = "xc7z020", clock_mhz: float | None = None,
+             engine: str = "rtl") -> dict:
     """Predicted cycles/frame, frames/s and resources of ``cfg`` on an ``n_pe`` x ``n_ci`` engine
-    in ``part``.
+    in ``part``, for the engine variant ``engine`` (``rtl`` or ``hls``).
 
     Returns ``cycles_per_frame`` (int, the frame period back to back), ``fps`` (at ``clock_mhz``,
     default the part's board clock), ``clock_mhz``, ``dsp``, ``bram36``, ``lut``, ``ff`` (numbers,
@@ -75,7 +84,11 @@ def evaluate(cfg: NetConfig, n_pe: int, n_ci: int, part: str = "xc7z020", clock_
     from zynqflow.export.plan import EngineParams, ExportError, plan_layout
     from zynqflow.export.resources import estimate
     from zynqflow.spec.cycles import predict, scale_memory
+    from zynqflow.spec.cycles_hls import predict_hls
 
+    if engine not in ENGINES:
+        raise ValueError(f"engine variant {engine!r}: one of {', '.join(ENGINES)}")
+    model = MODEL_HLS if engine == "hls" else MODEL
     p = get_part(part)
     clock = float(clock_mhz or p.clock_mhz)
     eng = EngineParams(n_pe, n_ci)
@@ -87,17 +100,18 @@ def evaluate(cfg: NetConfig, n_pe: int, n_ci: int, part: str = "xc7z020", clock_
         plan = plan_layout(cfg, eng)
     except ExportError as e:
         return dict(cycles_per_frame=0, fps=0.0, clock_mhz=clock, dsp=n_pe * n_ci // 2, bram36=0.0, lut=0, ff=0,
-                    model=MODEL, plan_error=str(e), detail=dict(mac_units=n_pe * n_ci, part=asdict(p)))
+                    model=model, plan_error=str(e), detail=dict(mac_units=n_pe * n_ci, part=asdict(p)))
     mem = scale_memory(p.memory, clock)
-    pred = predict(plan, memory=mem, clock_mhz=clock)
-    res = estimate(plan)
+    pred = (predict_hls(plan, memory=mem, clock_mhz=clock) if engine == "hls"
+            else predict(plan, memory=mem, clock_mhz=clock))
+    res = estimate(plan, engine)
     fr = pred["frame"]
     bounds: dict[str, int] = {}
     for l in pred["layers"]:
         bounds[l["bound"]] = bounds.get(l["bound"], 0) + l["cycles"]
     return dict(
         cycles_per_frame=int(fr["period_cycles"]), fps=fr["fps"], clock_mhz=clock,
-        dsp=res["dsp"], bram36=res["bram36"], lut=res["lut"], ff=res["ff"], model=MODEL,
+        dsp=res["dsp"], bram36=res["bram36"], lut=res["lut"], ff=res["ff"], model=model, engine=engine,
         detail=dict(utilization=fr["utilization"], cycles_by_bound=bounds, dram_bytes_per_frame=fr["dram_rd_bytes"] +
                     fr["dram_wr_bytes"], weight_cache=plan.weight_cache, ddr_tensors=plan.ddr_tensors,
                     rams=res["rams"], mac_units=n_pe * n_ci, part=asdict(p), memory=p.memory),

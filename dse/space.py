@@ -141,11 +141,12 @@ def parse_engine(s: str) -> tuple[int, int]:
     return pe, ci
 
 
-def feasible_engines(space: Space, part: str, in_channels: int) -> list[str]:
-    """Engines whose resources fit ``part`` with the smallest network of the space."""
+def feasible_engines(space: Space, part: str, in_channels: int, engine: str = "rtl") -> list[str]:
+    """Engines whose resources fit ``part`` with the smallest network of the space (for the engine
+    variant ``engine``: rtl or hls)."""
     small = space.smallest(in_channels)
     ok = [f"{pe}x{ci}" for pe, ci in space.engine_pairs()
-          if max(hw_model.violations(hw_model.evaluate(small, pe, ci, part), part).values()) <= 0]
+          if max(hw_model.violations(hw_model.evaluate(small, pe, ci, part, engine=engine), part).values()) <= 0]
     if not ok:
         raise ValueError(f"no engine of space '{space.name}' ({space.engine_pairs()}) fits {part}")
     return ok
@@ -173,11 +174,11 @@ def _log2_range(vals: tuple[int, ...]) -> range:
 
 
 def sample(trial, space: Space, part: str, in_channels: int, name: str,
-           class_names: tuple[str, ...] = ()) -> Design:
+           class_names: tuple[str, ...] = (), engine: str = "rtl") -> Design:
     """Sample (or, with an ``optuna.trial.FixedTrial`` of recorded params,
     rebuild) one design. Widths are sampled as log2 integers so TPE sees an
-    ordered scale."""
-    engines = feasible_engines(space, part, in_channels)
+    ordered scale. ``engine``: the engine variant whose resources must fit."""
+    engines = feasible_engines(space, part, in_channels, engine)
     n_pe, n_ci = parse_engine(trial.suggest_categorical("engine", engines))
     clock = trial.suggest_categorical("clock_mhz", list(hw_model.CLOCKS_MHZ)) if len(hw_model.CLOCKS_MHZ) > 1 \
         else None

@@ -88,6 +88,7 @@ class Settings:
     startup_trials: int = 10
     in_channels: int = 1
     min_fps: float = 0.0      # >0: designs predicted slower are infeasible (not trained)
+    engine: str = "rtl"       # the engine variant the search targets (hw_model.ENGINES): its models
 
     @property
     def space_obj(self) -> Space:
@@ -211,7 +212,7 @@ def class_names(data: str) -> tuple[str, ...]:
 def design_of(trial, settings: Settings, study_name: str) -> Design:
     """Sample (a live trial) or rebuild (a FixedTrial of recorded params) a trial's design."""
     return sample(trial, settings.space_obj, settings.part, settings.in_channels, f"{study_name}-t{trial.number}",
-                  class_names(settings.data))
+                  class_names(settings.data), engine=settings.engine)
 
 
 def trial_dir(out: Path, number: int) -> Path:
@@ -224,10 +225,10 @@ def write_net(design: Design, path: Path) -> Path:
     return path
 
 
-def hw_record(design: Design, part: str, min_fps: float = 0.0) -> dict:
+def hw_record(design: Design, part: str, min_fps: float = 0.0, engine: str = "rtl") -> dict:
     """The models' predictions for a design, its constraint values (feasible when all <= 0:
     the part's resources, and ``min_fps`` when given) and its parameter count."""
-    hw = hw_model.evaluate(design.cfg, design.n_pe, design.n_ci, part, design.clock_mhz)
+    hw = hw_model.evaluate(design.cfg, design.n_pe, design.n_ci, part, design.clock_mhz, engine=engine)
     viol = hw_model.violations(hw, part)
     if min_fps:
         viol["fps"] = min_fps / hw["fps"] - 1.0
@@ -275,7 +276,7 @@ def objective(trial: optuna.Trial, settings: Settings, study_name: str, w: Worke
     net_json = write_net(design, d / "net.json")
     trial.set_user_attr("net", design.net)
     check_rules(design.cfg)   # by construction this passes (a broken one fails the trial here)
-    hw = hw_record(design, settings.part, settings.min_fps)
+    hw = hw_record(design, settings.part, settings.min_fps, settings.engine)
     trial.set_user_attr("hw", hw)
     _set_constraints(trial, hw["constraints"])
     if not hw["feasible"]:
@@ -475,7 +476,7 @@ def wait_for_running(study: optuna.Study, quiet: bool = False, poll_s: float = 2
 
 
 def settings_from_args(data: str, part: str, space: str, engines: tuple[str, ...], proxy: Proxy, seed: int,
-                       startup_trials: int, min_fps: float = 0.0) -> Settings:
+                       startup_trials: int, min_fps: float = 0.0, engine: str = "rtl") -> Settings:
     from zynqflow.model.data import dataset_tag
 
     in_channels = 3 if dataset_tag(data) == "cifar10" else 1
@@ -489,7 +490,8 @@ def settings_from_args(data: str, part: str, space: str, engines: tuple[str, ...
         sp.check()
     hw_model.get_part(part)
     return Settings(data=data, part=hw_model.get_part(part).name, space=sp.to_dict(), proxy=asdict(proxy),
-                    seed=seed, startup_trials=startup_trials, in_channels=in_channels, min_fps=float(min_fps))
+                    seed=seed, startup_trials=startup_trials, in_channels=in_channels, min_fps=float(min_fps),
+                    engine=engine)
 
 
 def default_out(study_name: str, root: Path | None = None) -> Path:

@@ -153,6 +153,14 @@ def rtl_params_text(qnet: QNet, plan: HwPlan) -> str:
     return "\n".join(lines)
 
 
+def _hls_frame(plan: HwPlan) -> dict:
+    """The HLS engine's frame by its cycle model (spec.cycles_hls, the pynq-z2 memory preset)."""
+    from zynqflow.spec.cycles_hls import predict_hls
+
+    h = predict_hls(plan, memory="pynq-z2")
+    return dict(h["frame"], memory="pynq-z2", label=h["label"])
+
+
 def manifest(qnet: QNet, plan: HwPlan, n_vectors: int, dataset_info: dict | None = None) -> dict:
     """The manifest. ``dataset_info`` (:func:`checkpoint_dataset`): the preprocessing recipe the
     network was trained with (else the default for its dataset) and, for a folder of images,
@@ -198,6 +206,7 @@ def manifest(qnet: QNet, plan: HwPlan, n_vectors: int, dataset_info: dict | None
         macs_per_frame=plan.macs,
         cycles_mac_array=plan.mac_cycles,
         cycles_model=dict(pred["frame"], label="cycle model of the RTL twin (spec.cycles), not a measurement"),
+        cycles_model_hls=_hls_frame(plan),
         # the same model under the other memory presets (spec.engine.MEMORY_PRESETS): frame, per-layer
         # cycles and what bounds each layer (compute, ddr read, ddr write, weights, input stream, ddr shared)
         cycles_model_presets={m: dict(p["frame"], memory=m, layers=[dict(name=l["name"], cycles=l["cycles"],

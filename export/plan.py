@@ -476,7 +476,45 @@ def plan_layout(cfg: NetConfig, engine: EngineParams = EngineParams()) -> HwPlan
                   stem=stem, gap=gap)
     for l in layers:
         l.row = _row_geometry(plan, l, convs[l.index])
+    check_overlaps(plan)
     return plan
+
+
+def row_regions(row: dict, engine: EngineParams, in_words: int) -> dict:
+    """What a layer-table row reads and writes: ``src_act`` / ``dst_act`` (activation-RAM rows per
+    bank, [first, end)) and ``src_ddr`` / ``dst_ddr`` (scratch-area bytes, [first, end)), None where
+    the layer has no such region. The same arithmetic as ``layer_table_error()`` in hls/zq_top.cpp."""
+    P, C, WPG = engine.n_pe, engine.n_ci, engine.wpg
+    src_words = (in_words if row["src_kind"] == E.SRC_STEM else
+                 row["ci_chunks"] if row["src_kind"] == E.SRC_ACT else row["src_cgrps"] * WPG)
+    out = dict(src_act=(row["src_base"], row["src_base"] + (_ceil(src_words, WPG) << (row["src_lg_rows"] + row["lg_in"]))),
+               dst_act=None, src_ddr=None, dst_ddr=None)
+    if row["dst_kind"] == E.DST_ACT:
+        last_cw = row["dst_cw0"] + (row["co_groups"] - 1) * WPG + _ceil(row["co_last"], C) - 1
+        out["dst_act"] = (row["dst_base"] + ((row["dst_cw0"] // WPG) << (2 * row["lg_out"])),
+                          row["dst_base"] + ((last_cw // WPG + 1) << (2 * row["lg_out"])))
+    if row["src_kind"] == E.SRC_DDR:
+        out["src_ddr"] = (row["src_ddr"], row["src_ddr"] + (row["src_cgrps"] << (2 * row["lg_in"])) * P)
+    if row["dst_kind"] == E.DST_DDR:
+        out["dst_ddr"] = (row["dst_ddr"] + (row["dst_cg0"] << (2 * row["lg_out"])) * P,
+                          row["dst_ddr"] + ((row["dst_cg0"] + row["co_groups"]) << (2 * row["lg_out"])) * P)
+    return out
+
+
+def check_overlaps(plan: HwPlan) -> None:
+    """Refuse a plan in which a layer reads a region it writes: both engines read and write their
+    activation RAM in one pipeline whose memory is declared free of dependences (the HLS core's
+    DEPENDENCE pragma, the RTL's write-back beside its reads), and a DDR tensor read and written by
+    one layer would be overwritten before it is read. ExportError names the layer and both regions."""
+    for l in plan.layers:
+        reg = row_regions(l.row, plan.engine, plan.stem["in_words"])
+        for what, src, dst, unit in (("activation-RAM rows", reg["src_act"], reg["dst_act"], "row"),
+                                     ("scratch-area bytes", reg["src_ddr"], reg["dst_ddr"], "byte")):
+            if src and dst and src[0] < dst[1] and dst[0] < src[1]:
+                raise ExportError(f"layer '{l.name}'",
+                                  f"reads {what} {src[0]}..{src[1] - 1} and writes {dst[0]}..{dst[1] - 1}: a layer "
+                                  f"must never read the region it writes (overlap from {unit} "
+                                  f"{max(src[0], dst[0])})")
 
 
 def _row_geometry(plan: HwPlan, l: PlanLayer, spec) -> dict:

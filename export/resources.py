@@ -2,6 +2,10 @@
 hardware plan, without running a synthesis tool (the co-design search calls it
 for every candidate; ``make synth-estimate`` runs Yosys for the real count).
 
+Two variants of the engine (``ENGINES``): ``rtl``, the SystemVerilog twin (rtl/, what
+Yosys counts below), and ``hls``, the Vitis HLS engine (hls/), whose memories are laid
+out by its pragmas (:func:`hls_rams`) and which no synthesis here calibrates.
+
 * **DSP48E1**: one per two MAC lanes (``N_PE * N_CI / 2``: two 8-bit weights
   share one multiplier, see rtl/zq_mac_array.sv).
 * **Block RAM**: every RAM of the RTL (activation banks, the weight ring or
@@ -59,8 +63,16 @@ class Ram:
         return 4 * math.ceil(self.width / per[0]) * math.ceil(self.depth / per[1]) * self.copies
 
 
-def rams(plan) -> list[Ram]:
-    """Every RAM of the RTL twin for ``plan`` (zq_top and its modules)."""
+ENGINES = ("rtl", "hls")
+
+
+def rams(plan, engine: str = "rtl") -> list[Ram]:
+    """Every RAM of the RTL twin for ``plan`` (zq_top and its modules), or of the HLS engine
+    (``engine="hls"``: :func:`hls_rams`)."""
+    if engine == "hls":
+        return hls_rams(plan)
+    if engine != "rtl":
+        raise ValueError(f"engine {engine!r}: one of {', '.join(ENGINES)}")
     e = plan.engine
     st = plan.stem
     return [
@@ -73,6 +85,45 @@ def rams(plan) -> list[Ram]:
         Ram("bias queue (zq_mac_array)", 8, e.n_pe * 32),
         Ram("layer counters (zq_top)", max(2, plan.n_layers), 32, 2),
     ]
+
+
+# The HLS engine's m_axi adapters buffer num_*_outstanding x max_*_burst_length beats per direction
+# (UG1399, "Controlling AXI4 Burst Behavior": a FIFO of that size inside the adapter).
+MAXI_BUFFER_BEATS = 8 * 16
+
+
+def hls_rams(plan) -> list[Ram]:
+    """Every memory of the HLS engine (hls/) for ``plan``, as its pragmas lay them out: the
+    activation RAM (WPG banks of N_CI bytes, ``ram_s2p`` BRAM), the weight RAM (partitioned into
+    BPW banks of 64-bit beats, one BRAM column each: a 64-bit bank uses 64 of a RAMB36's 72 bits
+    where the RTL twin packs a whole word into 72-bit columns), the stem's raw rows (RAW_RR banks,
+    a pixel per word) and row buffer (pixels of more than one unit), the GAP sums (N_PE banks, LUT
+    RAM), the m_axi adapters' buffers (read: wts and act; write: act). The FIFOs between the
+    processes are shift registers (``BIND_STORAGE impl=srl``): LUTs, no BRAM. Mapped like the RTL's
+    (the cheapest RAMB18/RAMB36 arrangement, LUT RAM at most LUTRAM_DEPTH words deep), which is
+    what Vivado does with Vitis's RAMs; not checked against a Vitis run (none here)."""
+    e, st = plan.engine, plan.stem
+    bpw = e.n_pe * e.n_ci // 8
+    units = -(-st["in_words"] // e.wpg)
+    out = [
+        Ram("activation RAM act_ram (hls/zq_core.h, WPG banks)", plan.act_rows, e.n_ci * 8, e.wpg),
+        Ram("weight RAM wbuf (hls/zq_core.h, BPW banks of 64-bit beats)", plan.wbuf_depth, 64, bpw),
+        Ram("stem raw rows raw (hls/zq_stem.h, RAW_RR banks)", st["in_size"], st["in_ch"] * 8, st["raw_rows"]),
+        Ram("GAP sums gap (hls/zq_core.h, N_PE banks)", plan.gap["rows"], 32, e.n_pe),
+        Ram("m_axi wts read buffer", MAXI_BUFFER_BEATS, 64),
+        Ram("m_axi act read buffer", MAXI_BUFFER_BEATS, 64),
+        Ram("m_axi act write buffer (data and strobes)", MAXI_BUFFER_BEATS, 72),
+    ]
+    if units > 1:
+        out.append(Ram("stem row buffer srow (hls/zq_stem.h)", st["size"], e.n_ci * 8, st["in_words"]))
+    return out
+
+
+# The FIFOs of the HLS engine's dataflow (hls/zq_types.h depths; SRLs: a SRLC32E per bit and 32 slots).
+def hls_fifo_luts(plan) -> int:
+    e = plan.engine
+    fifos = ((64, 64), (32, 8 * e.n_pe), (32, 8 * e.n_pe), (64, 8 * e.n_pe), (16, 32), (2, 24))
+    return sum(w * math.ceil(d / 32) for d, w in fifos)
 
 
 # Yosys 0.23 ``synth_xilinx -family xc7`` of rtl/ (make synth-estimate) on these random-weight
@@ -140,17 +191,32 @@ def fit(calibration: dict[str, dict] = CALIBRATION) -> tuple[tuple[float, ...], 
             tuple(round(float(v), 2) for v in ff_c) + (0.0,))
 
 
-def estimate(plan) -> dict:
-    """dsp, bram36, lut, ff (numbers comparable with bench.synth_estimate) and the RAMs behind them."""
+# The HLS engine's logic beyond the RTL twin's (an estimate: no Vitis run calibrates it): the
+# m_axi adapters (three channels with their address generators, ~1 500 LUT and 2 000 FF each),
+# the AXI4-Lite adapter, the dataflow regions' handshakes and Vitis's pipeline registers (15 %).
+HLS_EXTRA = dict(lut_fixed=5000, ff_fixed=6500, overhead=0.15)
+HLS_MODEL = ("resource model of the HLS engine (export/resources.py): DSP = MAC lanes / 2, BRAM from the "
+             "pragmas' memories, LUT/FF = the RTL twin's fit + m_axi/AXI-Lite adapters + 15 % (estimate; "
+             "no Vitis run calibrates it)")
+
+
+def estimate(plan, engine: str = "rtl") -> dict:
+    """dsp, bram36, lut, ff (numbers comparable with bench.synth_estimate) and the RAMs behind them, of
+    the RTL twin or (``engine="hls"``) of the HLS engine."""
     e = plan.engine
-    rs = rams(plan)
+    rs = rams(plan, engine)
     lutram = sum(r.lutram_luts for r in rs)
+    lut, ff = _linear(LUT_COEF, e), _linear(FF_COEF, e)
+    if engine == "hls":
+        lut = lut * (1 + HLS_EXTRA["overhead"]) + HLS_EXTRA["lut_fixed"] + hls_fifo_luts(plan)
+        ff = ff * (1 + HLS_EXTRA["overhead"]) + HLS_EXTRA["ff_fixed"]
     return dict(
         dsp=e.n_pe * e.n_ci // 2,
         bram36=sum(r.bram36 for r in rs),
-        lut=int(round(_linear(LUT_COEF, e) + lutram)),
-        ff=int(round(_linear(FF_COEF, e))),
-        model=MODEL,
+        lut=int(round(lut + lutram)),
+        ff=int(round(ff)),
+        engine=engine,
+        model=HLS_MODEL if engine == "hls" else MODEL,
         rams=[dict(name=r.name, depth=r.depth, width=r.width, copies=r.copies, bram36=r.bram36,
                    lutram_luts=r.lutram_luts) for r in rs],
     )

@@ -14,7 +14,8 @@
 // lane value in [-128, 255].
 //
 // dsp_pair_exact: the HLS datapath (ap_int; the product is bound to a DSP with
-// BIND_OP). dsp_pair_native: the same bits in int64 for fast C simulation
+// BIND_OP, latency=3: the DSP48E1's input, M and P registers, so that the MAC array
+// meets 100 MHz as the RTL twin's registered DSPs do). dsp_pair_native: the same bits in int64 for fast C simulation
 // (-DZQ_CSIM_NATIVE, never under synthesis).
 #ifndef ZQ_DSP_H
 #define ZQ_DSP_H
@@ -34,7 +35,7 @@ inline void dsp_pair_exact(w8_t w_lo, w8_t w_hi, x9_t x, prod_t& lo, prod_t& hi)
     const ap_int<25> d = ap_int<25>(w_hi) << 17;   // -2^24 .. 127*2^17: fits 25 bits
     const ap_int<25> ad = d + ap_int<25>(w_lo);      // pre-adder, 25 bits, wraps
     ap_int<34> p = ad * x;
-#pragma HLS BIND_OP variable=p op=mul impl=dsp
+#pragma HLS BIND_OP variable=p op=mul impl=dsp latency=3
     const ap_int<17> p_lo = p;                       // P[16:0] as a signed number
     const ap_int<18> hi_raw = ap_int<18>(p >> 17) + ap_int<18>(ap_uint<1>(p[16]));
     const bool wrap = w_hi == -128 && w_lo < 0;

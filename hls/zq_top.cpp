@@ -1,11 +1,12 @@
-// zq_top: the engine of engine.h for one exported network.
+// zq_top: the engine (zq_frame.h and the headers it includes) for one exported network.
 //
 // Build: the export directory (net_params.h) and hls/ on the include path,
 // e.g.  g++ -O2 -std=c++14 -I build/<net>/export -I hls -isystem <ap_types> ...
-// (sim/csim.py and hls/scripts/run_hls.tcl do this).
+// (sim/csim.py and hls/scripts/run_hls.tcl do this; the C simulation also compiles
+// hls/csim/zq_csim.cpp).
 #include "net_params.h"
 
-#include "engine.h"
+#include "zq_frame.h"
 #include "zq_top.h"
 
 namespace {
@@ -60,6 +61,21 @@ constexpr int layer_table_error() {
         if (!P::WEIGHT_CACHE && (r.w_blk > zq::WRING || (r.w_res && r.co_groups * r.w_blk > zq::WRING)))
             return e + 16;
         if (r.src_kind != S::SRC_ACT && r.src_lg_rows < 1) return e + 17;
+        // a layer never reads the region it writes (the core's RAMs are declared free of
+        // dependences between its reads and writes): activation-RAM rows, then DDR bytes
+        if (r.dst_kind == S::DST_ACT) {
+            const long src0 = r.src_base, src1 = r.src_base + (long)(ceil_div(src_words, WPG) << (r.src_lg_rows + r.lg_in));
+            const int last_cw = r.dst_cw0 + (r.co_groups - 1) * WPG + ceil_div(r.co_last, N_CI) - 1;
+            const long dst0 = r.dst_base + ((long)(r.dst_cw0 / WPG) << (2 * r.lg_out));
+            const long dst1 = r.dst_base + ((long)(last_cw / WPG + 1) << (2 * r.lg_out));
+            if (src0 < dst1 && dst0 < src1) return e + 18;
+        }
+        if (r.src_kind == S::SRC_DDR && r.dst_kind == S::DST_DDR) {
+            const long src0 = (long)(unsigned)r.src_ddr, src1 = src0 + ((long)r.src_cgrps << (2 * r.lg_in)) * N_PE;
+            const long dst0 = (long)(unsigned)r.dst_ddr + ((long)r.dst_cg0 << (2 * r.lg_out)) * N_PE;
+            const long dst1 = (long)(unsigned)r.dst_ddr + ((long)(r.dst_cg0 + r.co_groups) << (2 * r.lg_out)) * N_PE;
+            if (src0 < dst1 && dst0 < src1) return e + 19;
+        }
         w += r.co_groups * r.w_blk;
     }
     return w == P::IMAGE_WORDS ? 0 : 1;
@@ -96,9 +112,18 @@ static_assert((P::ENGINE_INFO_HLS & 0xFF) == (unsigned)S::SPEC_VERSION,
 static_assert((P::ENGINE_INFO_HLS & S::INFO_RTL_TWIN) == 0, "ENGINE_INFO_HLS has the rtl_twin bit");
 static_assert(((P::ENGINE_INFO_HLS & S::INFO_WEIGHT_CACHE) != 0) == (P::WEIGHT_CACHE != 0),
               "ENGINE_INFO_HLS weight_cache bit != WEIGHT_CACHE");
-static_assert(layer_table_error() == 0, "layer table inconsistent (value: 100*(layer+1) + check in zq_top.cpp)");
+// The table's check, with its value in the compiler's message ("LayerTableCheck<118>": layer 1
+// (0-based), check 18: the layer's source and destination regions overlap).
+template <int ERROR>
+struct LayerTableCheck {
+    static_assert(ERROR == 0, "layer table inconsistent: see LayerTableCheck<100*(layer+1) + check> and the "
+                              "checks of layer_table_error() in zq_top.cpp");
+    static constexpr bool ok = ERROR == 0;
+};
+static_assert(LayerTableCheck<layer_table_error()>::ok, "layer table inconsistent");
 
-constexpr int N_CLASSES = P::N_CLASSES;  // (unqualified names for the pragmas)
+static_assert(zq::W_FIFO >= 2 && zq::STEM_FIFO >= 2 && zq::FILL_FIFO >= 2 && zq::OUT_FIFO >= zq::BURST,
+              "stream depths: at least 2 (a beat per cycle), the DDR writer's at least one burst");
 
 // m_axi depths for C/RTL co-simulation (beats): the weight image, the scratch area.
 constexpr int WTS_DEPTH = (int)(P::IMAGE_BYTES / 8);
@@ -117,6 +142,12 @@ bool g_reset_pending = false;  // zq_csim_reset(): the next call starts from the
 #ifndef ZQ_ACT_DEPTH
 #define ZQ_ACT_DEPTH ACT_DEPTH
 #endif
+// The m_axi adapters' expected read latency (cycles; UG1399 `latency=`): requests are issued
+// this early, so bursts follow one another without a gap (spec MemoryModel.read_latency on the
+// pynq-z2 preset, plus the HP port's interconnect).
+#ifndef ZQ_MAXI_LATENCY
+#define ZQ_MAXI_LATENCY 40
+#endif
 
 void zq_top(hls::stream<zq_axis_in>& s_axis_in, hls::stream<zq_axis_out>& m_axis_out, const ap_uint<64>* wts,
             ap_uint<64>* act, zq_reg_t& status, zq_reg_t& frames_done, zq_reg_t& net_id, zq_reg_t& build_params,
@@ -124,9 +155,10 @@ void zq_top(hls::stream<zq_axis_in>& s_axis_in, hls::stream<zq_axis_out>& m_axis
 #pragma HLS INTERFACE mode=axis port=s_axis_in register_mode=both
 #pragma HLS INTERFACE mode=axis port=m_axis_out register_mode=both
     ZQ_XPRAGMA(HLS INTERFACE mode=m_axi port=wts bundle=wts offset=slave max_read_burst_length=16 \
-               num_read_outstanding=8 depth=ZQ_WTS_DEPTH)
+               num_read_outstanding=8 latency=ZQ_MAXI_LATENCY depth=ZQ_WTS_DEPTH)
     ZQ_XPRAGMA(HLS INTERFACE mode=m_axi port=act bundle=act offset=slave max_read_burst_length=16 \
-               max_write_burst_length=16 depth=ZQ_ACT_DEPTH)
+               max_write_burst_length=16 num_read_outstanding=8 num_write_outstanding=8 \
+               latency=ZQ_MAXI_LATENCY depth=ZQ_ACT_DEPTH)
     ZQ_AXILITE_PRAGMAS
 #pragma HLS INTERFACE mode=ap_ctrl_hs port=return
 
@@ -137,22 +169,6 @@ void zq_top(hls::stream<zq_axis_in>& s_axis_in, hls::stream<zq_axis_out>& m_axis
 #pragma HLS RESET variable=err_frames
 #pragma HLS RESET variable=frames
 #pragma HLS RESET variable=cached
-
-    // on-chip memories
-    static zq::act_word_t act_ram[WPG][zq::ACT_ROWS];
-#pragma HLS ARRAY_PARTITION variable=act_ram complete dim=1
-#pragma HLS BIND_STORAGE variable=act_ram type=ram_s2p impl=bram
-    static zq::wbeat_t wbuf[zq::WBUF][zq::BPW];
-#pragma HLS ARRAY_PARTITION variable=wbuf complete dim=2
-#pragma HLS BIND_STORAGE variable=wbuf type=ram_s2p impl=bram
-    static zq::byte_t raw[P::RAW_RR][P::IN_SIZE][P::IN_CH];
-#pragma HLS ARRAY_PARTITION variable=raw complete dim=1
-#pragma HLS ARRAY_PARTITION variable=raw complete dim=3
-    static zq::gap_t gap[zq::GAP_ROWS][N_PE];
-#pragma HLS ARRAY_PARTITION variable=gap complete dim=2
-    static zq::ddr_t obuf[zq::OBUF_PIX][zq::BPU];
-#pragma HLS ARRAY_PARTITION variable=obuf complete dim=2
-#pragma HLS BIND_STORAGE variable=obuf type=ram_s2p impl=bram
 
 #ifndef __SYNTHESIS__
     if (g_reset_pending) {
@@ -167,68 +183,25 @@ void zq_top(hls::stream<zq_axis_in>& s_axis_in, hls::stream<zq_axis_out>& m_axis
     build_params = P::BUILD_PARAMS;
     engine_info = P::ENGINE_INFO_HLS;
 
-    ZQ_COUNT_LAYER(P::N_LAYERS);
-    zq::InState in;
-    zq::in_start(in);
-    zq::StemState stem;
-    stem.raw_avail = 0;
-    zq::WState ws;
-    ws.loaded = 0;
-    ws.released = 0;
-    unsigned flags = 0;
-
-    // the weight image: its header every frame; the whole image once when it is cached
-    if (!zq::header_ok(wts)) {
-        flags |= S::STATUS_WEIGHT_IMAGE;
-        cached = false;
+    // the weight image's header, every frame; a frame with a foreign image computes nothing
+    ap_uint<8> flags = 0;
+    int n_out = 1;
+    if (zq::header_ok(wts)) {
+        const bool load = P::WEIGHT_CACHE ? !cached : true;  // a cache build loads its cache once
+        zq::run_frame(s_axis_in, m_axis_out, wts, act, load, flags, n_out);
+        cached = P::WEIGHT_CACHE != 0;
+#if !ZQ_HLS_STREAMS
+        if (zq_csim::mode() == zq_csim::MODE_LOCKSTEP) ZQ_COUNT_SET(C_SPAN, zq::FRAME_ROW, zq_csim::last_run_cycles(), 0);
+#endif
     } else {
-        if (P::WEIGHT_CACHE) {
-            if (!cached) {
-                zq::load_words(wts, wbuf, 0, P::IMAGE_WORDS);
-                cached = true;
-            }
-            ws.loaded = P::IMAGE_WORDS;
-        }
-    LAYERS:
-        for (int li = 0; li < P::N_LAYERS; li++) {
-            ZQ_COUNT_LAYER(li);
-            if (!zq::run_layer(li, s_axis_in, in, stem, wts, act, act_ram, wbuf, raw, gap, obuf, ws)) break;
-        }
-        ZQ_COUNT_LAYER(P::N_LAYERS);
-    }
-    zq::in_finish(s_axis_in, in);
-    if (in.err_short) flags |= S::STATUS_SHORT_FRAME;
-    if (in.err_long) flags |= S::STATUS_LONG_FRAME;
-
-    // the answer: the logits, or 1 + drain_frames error frames
-    const bool ok = flags == 0;
-    const int n_out = ok ? 1 : 1 + (int)in.drain_frames;
-    const int n_beats = n_out * P::N_CLASSES;
-    int c = 0;
-    ZQ_COUNT_ENTRY(PH_OUT);
-OUT:
-    for (int i = 0; i < n_beats; i++) {
-#pragma HLS PIPELINE II=1
-#pragma HLS LOOP_TRIPCOUNT min=N_CLASSES max=N_CLASSES
-        ZQ_COUNT_ITER(PH_OUT);
-        ap_int<32> v = S::ERROR_LOGIT;
-        if (ok) {
-            ap_int<S::GAP_BITS + 1> sum = gap[c >> zq::LG_PE][c & (N_PE - 1)];
-            if (P::GAP_SHIFT > 0) sum = (sum + (1 << (P::GAP_SHIFT > 0 ? P::GAP_SHIFT - 1 : 0))) >> P::GAP_SHIFT;
-            v = sum;
-        }
-        zq_axis_out o;
-        o.data = ap_uint<32>(v);
-        o.keep = -1;
-        o.strb = -1;
-        o.last = c == P::N_CLASSES - 1;
-        m_axis_out.write(o);
-        c = c == P::N_CLASSES - 1 ? 0 : c + 1;
+        cached = false;
+        flags = S::STATUS_WEIGHT_IMAGE;
+        zq::reject_frame(s_axis_in, m_axis_out, n_out);
     }
 
     frames += n_out;
-    if (!ok) err_frames = (int)err_frames + n_out > S::STATUS_ERRCNT_MAX ? ap_uint<16>(S::STATUS_ERRCNT_MAX)
-                                                                         : ap_uint<16>(err_frames + n_out);
+    if (flags != 0) err_frames = (int)err_frames + n_out > S::STATUS_ERRCNT_MAX ? ap_uint<16>(S::STATUS_ERRCNT_MAX)
+                                                                              : ap_uint<16>(err_frames + n_out);
     status = (zq_reg_t(err_frames) << S::STATUS_ERRCNT_SHIFT) | zq_reg_t(flags);
     frames_done = frames;
 }
@@ -239,8 +212,8 @@ void zq_csim_reset() { g_reset_pending = true; }
 
 #if defined(ZQ_COUNT_ITERATIONS) && !defined(__SYNTHESIS__)
 int zq_csim_loop_counts(long long* out, int max_n, bool clear) {
-    zq::LoopCounts& c = zq::g_loop_counts;
-    const int n = (P::N_LAYERS + 1) * zq::PH_N * 2;
+    zq::Counts& c = zq::g_counts;
+    const int n = (P::N_LAYERS + 1) * zq::C_N * 2;
     if (out) {
         const long long* flat = &c.n[0][0][0];
         for (int i = 0; i < n && i < max_n; i++) out[i] = flat[i];

@@ -1,6 +1,7 @@
 // zq_top: the DDR-streaming CNN engine's top function (Vitis HLS).
 // Implemented in zq_top.cpp for the network whose net_params.h is on the
-// include path; the engine is in engine.h, the specification in zq_spec.h.
+// include path; the engine is in zq_frame.h and the headers it includes (one per
+// process or function), the specification in zq_spec.h.
 #ifndef ZQ_TOP_H
 #define ZQ_TOP_H
 
@@ -32,9 +33,9 @@ void zq_csim_reset();
 #endif
 
 #if defined(ZQ_COUNT_ITERATIONS) && !defined(__SYNTHESIS__)
-// C simulation built with -DZQ_COUNT_ITERATIONS: the loop counts of engine.h,
-// [layer 0..N_LAYERS][phase][iterations, entries] flattened (row N_LAYERS: the
-// frame-level loops), at most max_n into out (may be NULL); clear: zero them
+// C simulation built with -DZQ_COUNT_ITERATIONS: the counts of zq_count.h,
+// [layer 0..N_LAYERS][counter][iterations, entries] flattened (row N_LAYERS: the
+// frame-level processes), at most max_n into out (may be NULL); clear: zero them
 // after the copy. Returns the number of values.
 int zq_csim_loop_counts(long long* out, int max_n, bool clear);
 #endif

@@ -11,6 +11,16 @@ the ap_types headers shipped with hls4ml (no Vitis needed):
 * :func:`build_dsp_test` / :func:`run_dsp_test` -> the exhaustive check of the
   packed DSP48E1 arithmetic (``hls/tb/tb_packed_dsp.cpp``).
 
+The engine's processes (weight reader, stem, fill reader, core, DDR writer, output)
+run under the project's C-simulation scheduler (``hls/csim/zq_csim.h``): every stream
+has its declared depth and blocks when full, and a deadlock fails the run with a
+report naming the blocked processes and streams (:class:`CSimError`). :data:`MODES`:
+``lockstep`` (default: the processes stepped in turn on one thread, one loop iteration
+per clock cycle: deterministic cycle and stall counts, :meth:`CSim.process_stats`),
+``threads`` (each process in its own thread) and ``sequential`` (Vitis's own
+``csim_design`` semantics: in program order over unbounded streams, which can show no
+deadlock).
+
 ``make csim`` (:mod:`zynqflow.bench.csim_eval`) runs the testbench and compares a
 test set with the golden model. Builds are cached in ``<export_dir>/../csim/``
 (``csim-<name>/`` for an export directory not named ``export``) and redone only
@@ -33,13 +43,18 @@ from pathlib import Path
 import numpy as np
 
 from zynqflow.spec import engine as E
-from zynqflow.spec.cycles_hls import PHASES  # the loops of hls/engine.h (enum Phase order), for loop_counts
+from zynqflow.spec.cycles_hls import COUNTERS  # hls/zq_count.h's enum Counter, in order
 from zynqflow.spec.golden import check_frames
 from zynqflow.spec.paths import REPO
 
 HLS_DIR = REPO / "hls"
-HEADERS = ("engine.h", "zq_axis.h", "zq_dsp.h", "zq_spec.h", "zq_top.h")
-CXXFLAGS = ["-O2", "-std=c++14", "-fPIC", "-Wall",
+HEADERS = tuple(sorted(p.relative_to(HLS_DIR).as_posix() for p in [*HLS_DIR.glob("*.h"), *HLS_DIR.glob("csim/*.h")]))
+CSIM_SOURCES = ("csim/zq_csim.cpp",)   # the C-simulation scheduler, linked into every C-sim build
+MODES = ("threads", "lockstep", "sequential")   # hls/csim/zq_csim.h Mode, in order
+CXXFLAGS = ["-O2", "-std=c++14", "-fPIC", "-Wall", "-pthread",
+            # function-local statics of the engine's headers (its RAMs) stay per library: several
+            # networks' libraries are loaded in one process
+            "-fno-gnu-unique",
             # HLS idiom: pragmas and loop labels are for Vitis, not g++
             "-Wno-unknown-pragmas", "-Wno-unused-label",
             # false positives inside the ap_private.h default constructors and range helpers
@@ -153,7 +168,7 @@ def _compile(sources: list[str], export_dir: Path, out: Path, flavor: str, defin
             list(ex.map(one, jobs))
     if jobs or _newer(out, objs):
         tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
-        _run_cmd([cxx, *(["-shared"] if shared else []), *map(str, objs), "-o", str(tmp)])
+        _run_cmd([cxx, "-pthread", *(["-shared"] if shared else []), *map(str, objs), "-o", str(tmp)])
         os.replace(tmp, out)
     return out
 
@@ -173,7 +188,8 @@ def build(export_dir, out_dir=None, native: bool = True, count: bool = False) ->
     flavor = ("native" if native else "exact") + ("-count" if count else "")
     name = "libzq_csim.so" if flavor == "native" else f"libzq_csim_{flavor.replace('-', '_')}.so"
     defines = (["-DZQ_CSIM_NATIVE", "-O3"] if native else []) + (["-DZQ_COUNT_ITERATIONS"] if count else [])
-    return _compile(["zq_top.cpp", "csim_lib.cpp"], export_dir, out_dir / name, flavor, defines, shared=True)
+    return _compile(["zq_top.cpp", "csim_lib.cpp", *CSIM_SOURCES], export_dir, out_dir / name, flavor,
+                    defines + ["-fvisibility=hidden"], shared=True)
 
 
 def build_testbench(export_dir, out_dir=None) -> Path:
@@ -181,19 +197,24 @@ def build_testbench(export_dir, out_dir=None) -> Path:
     export_dir = _export_dir(export_dir)
     out_dir = Path(out_dir) if out_dir else _default_out(export_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    return _compile(["zq_top.cpp", "tb/tb_zq_top.cpp"], export_dir, out_dir / "tb_zq_top", "exact", [],
-                    shared=False)
+    return _compile(["zq_top.cpp", "tb/tb_zq_top.cpp", *CSIM_SOURCES], export_dir, out_dir / "tb_zq_top", "exact",
+                    [], shared=False)
 
 
-def run_testbench(export_dir, out_dir=None, vectors_dir=None, quiet: bool = False, max_frames: int | None = None
-                  ) -> int:
+def run_testbench(export_dir, out_dir=None, vectors_dir=None, quiet: bool = False, max_frames: int | None = None,
+                  protocol: bool = True, mode: str = "lockstep") -> int:
     """Build (if needed) and run the testbench on ``vectors_dir`` (default the
     export directory: vectors_in/out.bin, weights.bin); returns its exit status
-    (0 pass, 1 mismatch, 2 missing or malformed files)."""
+    (0 pass, 1 mismatch or a deadlock, 2 missing or malformed files). ``protocol=False``
+    skips the protocol checks (what a short co-simulation does); ``mode``: the C simulation's
+    scheduler (:data:`MODES`)."""
     tb = build_testbench(export_dir, out_dir)
     vdir = Path(vectors_dir) if vectors_dir else Path(export_dir)
-    cmd = [str(tb), str(vdir)] + ([str(max_frames)] if max_frames is not None else [])
-    r = subprocess.run(cmd, capture_output=True, text=True)
+    cmd = [str(tb), str(vdir)] + ([str(-1 if max_frames is None else max_frames)]
+                                  if max_frames is not None or not protocol else [])
+    if not protocol:
+        cmd.append("0")
+    r = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, ZQ_CSIM_MODE=mode))
     if not quiet:
         sys.stdout.write(r.stdout)
         sys.stderr.write(r.stderr)
@@ -244,9 +265,14 @@ class CSim:
     registers, :meth:`ddr_write` / :meth:`ddr_read` reach the memory.
     The library keeps the engine's static state (counters, weight cache, DDR)
     per process and per library file: two ``CSim`` objects on the same ``.so``
-    share it (each constructor reloads the image, resets the bases and resets the engine)."""
+    share it (each constructor reloads the image, resets the bases and resets the engine).
 
-    def __init__(self, export_dir, lib=None, native: bool = True, out_dir=None, count: bool = False):
+    ``mode`` (:data:`MODES`) is the scheduler's mode for this library (kept per library file
+    like the rest of its state); a run that deadlocks raises :class:`CSimError` with the
+    watchdog's report and resets the engine."""
+
+    def __init__(self, export_dir, lib=None, native: bool = True, out_dir=None, count: bool = False,
+                 mode: str = "lockstep"):
         self.export_dir = _export_dir(export_dir)
         self.manifest = json.loads((self.export_dir / "manifest.json").read_text())
         self.lib_path = Path(lib) if lib else build(self.export_dir, out_dir, native=native, count=count)
@@ -265,7 +291,9 @@ class CSim:
                 ("zq_set_bases", [u64, u64], ctypes.c_int), ("zq_get_bases", [vp], None),
                 ("zq_default_bases", [vp], None), ("zq_image_bytes", [], u64), ("zq_scratch_bytes", [], u64),
                 ("zq_ddr_bytes", [], u64), ("zq_loop_counts", [vp, ctypes.c_int, ctypes.c_int], ctypes.c_int),
-                ("zq_n_layers", [], ctypes.c_int)):
+                ("zq_n_layers", [], ctypes.c_int), ("zq_set_mode", [ctypes.c_int], ctypes.c_int),
+                ("zq_get_mode", [], ctypes.c_int), ("zq_set_stream_depth", [ctypes.c_char_p, ctypes.c_int], None),
+                ("zq_csim_stats", [ctypes.c_char_p, ctypes.c_int, ctypes.c_int], ctypes.c_int)):
             f = getattr(L, name)
             f.argtypes, f.restype = args, res
         inp = self.manifest["input"]
@@ -288,6 +316,7 @@ class CSim:
         self.image_bytes = int(L.zq_image_bytes())
         self.scratch_bytes = int(L.zq_scratch_bytes())
         self.ddr_bytes = int(L.zq_ddr_bytes())
+        self.set_mode(mode)
 
     @staticmethod
     def _ptr(a: np.ndarray):
@@ -307,6 +336,8 @@ class CSim:
             for i in range(0, n, chunk):
                 j = min(n, i + chunk)
                 rc = self._lib.zq_run(self._ptr(frames[i:j]), j - i, self._ptr(out[i:j]), None)
+                if rc == -4:
+                    raise CSimError(self._failure())
                 if rc != 0:
                     raise CSimError(f"zq_run returned {rc}: the output stream was not "
                                     f"{self.num_classes} beats with TLAST on the last")
@@ -342,29 +373,70 @@ class CSim:
             max_out = (int(np.count_nonzero(last)) + beats.size // in_beats + 1) * self.num_classes
         out = np.zeros(max(1, max_out), np.int32)
         n = self._lib.zq_send_raw(self._ptr(beats), self._ptr(last), beats.size, self._ptr(out), max_out)
+        if n == -4:
+            raise CSimError(self._failure())
         if n < 0:
             raise CSimError(f"zq_send_raw returned {n}")
         if n > max_out:
             raise CSimError(f"{n} output words, more than max_out={max_out}")
         return out[:n].astype(np.int64)
 
+    def _failure(self) -> str:
+        return "C simulation failed (" + self.mode + " mode): " + self._lib.zq_last_error().decode(errors="replace")
+
+    # ---- the C-simulation scheduler ------------------------------------------------
+    def set_mode(self, mode: str) -> None:
+        """The scheduler's mode for the following runs (:data:`MODES`)."""
+        if mode not in MODES:
+            raise ValueError(f"C simulation mode {mode!r}: one of {', '.join(MODES)}")
+        self._lib.zq_set_mode(MODES.index(mode))
+
+    @property
+    def mode(self) -> str:
+        return MODES[self._lib.zq_get_mode()]
+
+    def set_stream_depth(self, name: str | None, depth: int = 0) -> None:
+        """Give the engine's stream ``name`` (``w_beats``, ``stem_units``, ``in_status``, ``logits``,
+        ``fill_units``, ``out_units``) ``depth`` items instead of its declared depth (0: the declared
+        one again); ``name=None`` restores every stream."""
+        self._lib.zq_set_stream_depth(None if name is None else name.encode(), int(depth))
+
+    def process_stats(self, clear: bool = True) -> dict:
+        """The processes and streams of the runs since the last clear: ``{"processes": {name:
+        dict(iterations, idle, stall_full, stall_empty, stall_join, start, end)}, "streams": {name:
+        dict(depth, items, max_held)}}``. In lockstep mode ``iterations`` and the stalls are clock
+        cycles (one loop iteration per cycle) and ``start``/``end`` the cycles of a process's first
+        and last activity in its last run; in the other modes only the iterations mean anything."""
+        n = self._lib.zq_csim_stats(None, 0, 0)
+        buf = ctypes.create_string_buffer(n)
+        self._lib.zq_csim_stats(buf, n, int(clear))
+        procs, streams = {}, {}
+        for line in buf.value.decode().splitlines():
+            f = line.split()
+            if f[0] == "process":
+                procs[f[1]] = dict(zip(("iterations", "idle", "stall_full", "stall_empty", "stall_join", "start",
+                                        "end"), map(int, f[2:])))
+            elif f[0] == "stream":
+                streams[f[1]] = dict(zip(("depth", "items", "max_held"), map(int, f[2:])))
+        return dict(processes=procs, streams=streams)
+
     def loop_counts(self, clear: bool = True) -> dict:
-        """Entries and iterations of every pipelined loop of the engine since the last clear
-        (a library built with ``count=True``): ``{"layers": [{phase: (iterations, entries)}, ...],
-        "frame": {phase: (iterations, entries)}}`` with the phases of :data:`PHASES` (the frame's
-        own loops: header, the cache's weight load, rest/drain of the input, the logits).
-        ``clear`` zeroes the counts afterwards."""
+        """What every process of the engine did since the last clear (a library built with
+        ``count=True``): ``{"layers": [{counter: (count, entries)}, ...], "frame": {counter: (count,
+        entries)}}`` with the counters of :data:`COUNTERS` (``hls/zq_count.h``: the loops' iterations
+        and entries, the core's issues and waits, the lockstep cycles of each layer's region in
+        ``span``). ``clear`` zeroes the counts afterwards."""
         n = self._lib.zq_loop_counts(None, 0, 0)
         if n < 0:
             raise CSimError(f"{self.lib_path} was built without loop counts (csim.build(..., count=True))")
         n_layers = int(self._lib.zq_n_layers())
-        if n != (n_layers + 1) * len(PHASES) * 2:
-            raise CSimError(f"{self.lib_path}: {n} loop counts, expected {(n_layers + 1) * len(PHASES) * 2} "
-                            "(PHASES out of step with hls/engine.h's enum Phase)")
+        if n != (n_layers + 1) * len(COUNTERS) * 2:
+            raise CSimError(f"{self.lib_path}: {n} loop counts, expected {(n_layers + 1) * len(COUNTERS) * 2} "
+                            "(COUNTERS out of step with hls/zq_count.h's enum Counter)")
         buf = np.zeros(n, np.int64)
         self._lib.zq_loop_counts(self._ptr(buf), n, int(clear))
-        rows = [{ph: (int(c[i, 0]), int(c[i, 1])) for i, ph in enumerate(PHASES)}
-                for c in buf.reshape(n_layers + 1, len(PHASES), 2)]
+        rows = [{ph: (int(c[i, 0]), int(c[i, 1])) for i, ph in enumerate(COUNTERS)}
+                for c in buf.reshape(n_layers + 1, len(COUNTERS), 2)]
         return dict(layers=rows[:-1], frame=rows[-1])
 
     def reset(self) -> None:
@@ -398,3 +470,26 @@ class CSim:
             raise CSimError(f"bases wts=0x{w:x}, act=0x{a:x}: not 8-byte aligned, or the weight image "
                             f"({self.image_bytes} B) / scratch area ({self.scratch_bytes} B) would run past the "
                             f"simulated {self.ddr_bytes}-byte DDR")
+
+
+def build_stream_test(out_dir) -> Path:
+    """Compile ``hls/tb/tb_csim_deadlock.cpp`` (the C simulation's streams against UG1399's
+    too-small FIFO; no export needed) into ``out_dir``."""
+    cxx = compiler()
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    srcs = [HLS_DIR / "tb" / "tb_csim_deadlock.cpp", *(HLS_DIR / s for s in CSIM_SOURCES)]
+    out = out_dir / "tb_csim_deadlock"
+    if _newer(out, srcs + [HLS_DIR / "csim" / "zq_csim.h"]):
+        tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+        _run_cmd([cxx, *CXXFLAGS, f"-I{HLS_DIR}", *map(str, srcs), "-o", str(tmp)])
+        os.replace(tmp, out)
+    return out
+
+
+def run_stream_test(out_dir, mode: str, depth: int, items: int = 10) -> tuple[int, str]:
+    """Run the stream test in ``mode`` with data_channel1 of ``depth`` slots: (exit status, output);
+    3 is a deadlock the watchdog reported."""
+    r = subprocess.run([str(build_stream_test(out_dir)), mode, str(depth), str(items)], capture_output=True,
+                       text=True, timeout=120)
+    return r.returncode, r.stdout + r.stderr

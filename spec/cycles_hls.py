@@ -1,151 +1,133 @@
-"""The cycle model of the HLS engine (``hls/``): one frame, from the hardware plan.
+"""The cycle model of the HLS engine (``hls/``): one frame of its overlapped schedule, from the plan.
 
-The HLS engine runs its phases one after the other (``hls/engine.h``; it does
-not overlap DMA with compute the way the RTL twin does), so its frame time is a
-sum over the pipelined loops it enters, each costing its trip count at II=1
-plus its pipeline depth and the loop's entry and exit, and for the loops on an
-``m_axi`` port the DDR latency of the memory model (``spec.engine.MEMORY_MODEL``),
-plus the few cycles of control between them. This module walks the schedule
-exactly as the code is written:
+The HLS engine is a DATAFLOW design (``hls/zq_frame.h``): per frame a weight reader, the stem
+and the output process run beside a sequence of layer regions, each of which runs a DDR fill
+reader, the core and a DDR writer side by side. The core (``hls/zq_core.h``) is one free-running
+II=1 loop per layer that owns the activation RAM and the weight RAM and takes, in any cycle, a
+weight beat, a ring unit and one MAC-array step, with the RTL twin's ring flow control. So the
+model is an event model like :mod:`zynqflow.spec.cycles` (the RTL twin's), at the granularity at
+which the core decides:
 
-* per frame: the weight-image header (3 beats), the whole image when the cache
-  is empty (``cached=False``: the first frame after a reset or a failed header),
-  the layers, the rest of the input stream, the logits (one beat per class);
-* per layer and band of output rows: the ring fill (the stem: for each new stem
-  row the raw frame rows it still needs from the stream, the column scan, the
-  unit writes when a pixel is more than one unit; a DDR tensor: one burst per
-  input row and channel group);
-* per output-channel group: the weight load when the block is not in the ring
-  (as many words as the ring may hold), the bias; per pass of output rows: the
-  MAC loop (trip count = the pass's MAC steps) and, for a DDR destination, the
-  burst write of the pass.
+* per word of the weight image: the reader streams the words at the memory's rate, at most
+  ``W_FIFO`` beats ahead of the core, which takes a beat per cycle into a free ring slot (a slot
+  frees ``release_guard`` cycles after its word's release); a word is usable ``avail_guard``
+  cycles after its last beat;
+* per row of a ring (the stem's or a DDR tensor's): the stem builds its rows from the input
+  stream (raw rows, then the column scan), the fill reader reads them at the memory's rate, each
+  at most a FIFO ahead of the core, which takes a unit per cycle into a free slot;
+* per band and block of the core: a band waits for its input rows, a block for its words, then
+  one bias step and the block's MAC steps; results bound for DDR go through ``OUT_FIFO`` to the
+  writer (a beat per cycle at the memory's rate): the core stalls when it is full;
+* per layer region: its start, the core's pipeline drain, the writer's last write response.
+
+Every transfer uses the memory model of the specification (``spec.engine.MemoryModel``, a preset
+by name or a model) as the RTL twin's model reads it: the read and write latency, each port's
+rate (``spec.cycles.port_rates``: its token bucket, refresh, gaps and stalls, the outstanding
+limit), and the shared DDR budget, applied per layer (a layer whose traffic would exceed it is
+stretched until it does not).
 
     from zynqflow.spec.cycles_hls import predict_hls
-    p = predict_hls(plan)                     # plan: zynqflow.export.plan.HwPlan (plan_layout is enough)
+    p = predict_hls(plan)                          # plan: zynqflow.export.plan.HwPlan
+    p = predict_hls(plan, memory="pynq-z2")
     p["frame"]["cycles"], p["frame"]["fps"], p["layers"][i]["cycles"], p["layers"][i]["bound"]
 
-:func:`loop_counts` gives the entries and iterations of every loop per layer,
-which the C simulation counts when built with ``-DZQ_COUNT_ITERATIONS``
-(``zynqflow.sim.csim.CSim.loop_counts``); the tests check them equal. The cycle
-constants (:class:`HlsTiming`) are estimates: Vitis HLS is not run here, so no
-scheduled latency backs them. ``frame["cycles"]`` is ap_start to ap_done with
-the input beats there when the engine reads them and the logits taken at once;
-``frame["period_cycles"]`` adds the restart.
+The constants (:class:`HlsTiming`) of Vitis's schedule are estimates (Vitis is not run here).
+:data:`CSIM` is the timing of the C simulation's lockstep mode (``zynqflow.sim.csim``, mode
+``lockstep``: one loop iteration per process and cycle, FIFOs of one cycle's latency, no pipeline
+depths), in which the C simulation counts each layer region's cycles and each process's
+iterations and stalls; ``predict_hls(plan, memory="csim", timing=CSIM)`` predicts those, and the
+tests check the model against them (:func:`csim_counts` gives the work counts, which are exact).
 
-It uses only the plan (``plan.layers``, ``plan.engine``, ``plan.stem``, ...), so
-it runs on plans that were never exported; it imports neither torch nor export/.
+It uses only the plan, so it runs on plans that were never exported (the co-design search); it
+imports neither torch nor export/.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 
 from . import engine as E
+from .cycles import _need_rows, _Released, _released_rows, port_rates
+from .cycles import memory_of as _rtl_memory_of
 
-# The pipelined loops of hls/engine.h, in the order of its enum Phase.
-PHASES = ("header", "wload", "raw", "scan", "stem_write", "fill", "mac", "ddr_write", "rest", "drain", "out")
-HEADER_BEATS = 3            # header_ok reads the HEADER fields' three 64-bit beats
+# hls/zq_count.h's enum Counter, in order (sim/csim.py reads the C simulation's counts by these)
+COUNTERS = ("header", "wload", "raw", "scan", "stem_write", "rest", "drain", "out", "fill", "core", "bias", "mac",
+            "wait_rows", "wait_weights", "tail", "w_beats", "units", "port_busy", "results", "ddr_write", "logits",
+            "span")
+
+# hls/zq_types.h: stream depths and the core's guards
+W_FIFO = 64            # weight beats
+STEM_FIFO = 32         # stem units
+FILL_FIFO = 32         # DDR ring units
+OUT_FIFO = 64          # result units bound for DDR
+AVAIL_GUARD = 16       # iterations from a ring row's or weight word's last write to its first read
+RELEASE_GUARD = 4      # iterations from a slot's release to its first overwrite
+HEADER_BEATS = 3       # zq_weights.h header_ok: the HEADER fields' three 64-bit beats
+
+LABEL = "modelled (HLS engine, overlapped dataflow schedule; Vitis pipeline depths estimated, not measured)"
 
 
 @dataclass(frozen=True)
 class HlsTiming:
-    """Cycle constants of the HLS engine, each derived from the loop and control
-    structure of ``hls/engine.h`` / ``hls/zq_top.cpp``. The pipeline depths and
-    control cycles are *estimates* of what Vitis HLS 2023.2 schedules for the
-    xc7z020-1 at 10 ns (Vitis is not run here; the csynth report, when there is
-    one, is what to calibrate them against). The trip counts themselves are not
-    estimates: they are the code's, and the C simulation checks them.
+    """Cycle constants of the HLS engine's schedule. The structure (what overlaps what, trip
+    counts, FIFO depths, guards) is the code's and the C simulation checks it; the constants below
+    are *estimates* of what Vitis HLS 2023.2 schedules for the xc7z020-1 at 10 ns (Vitis is not
+    run here; the csynth report is what to calibrate them against: hls/README.md).
 
-    A pipelined loop of ``n`` iterations at II=1 and depth ``d`` costs
-    ``loop_entry + n + d - 1``; a loop that exits before its first iteration
-    (``REST`` of a frame read in full) costs ``loop_entry + 1``.
-
-    ``loop_entry``: the FSM state that starts a pipelined loop (trip count and
-    induction variables) and the exit state after its last iteration drains.
-    ``maxi_read``: what Vitis's ``m_axi`` adapter adds to a read burst beyond the
-    memory's own latency: the read request through the adapter's request FIFO and
-    AR register slice (2) and the R beats through its read-data FIFO and register
-    slice into the loop (2). The memory's latency is ``MemoryModel.read_latency``.
-    ``maxi_write``: likewise for a write burst: AW/W through the adapter's FIFOs
-    (2), the B response back to the loop's final write-response wait (2); Vitis
-    waits for the responses before the loop's region ends, so each write loop
-    also pays ``MemoryModel.write_latency``.
-    ``depth_read``: HEADER / WLOAD / FILL: the bus read (1), the beat's bytes
-    into the unit or weight register (1), the BRAM write (1).
-    ``depth_write``: DDR_WRITE: the output-buffer BRAM read (1, plus 1 for its
-    output register), the bus write (1).
-    ``depth_raw``: RAW: the stream read (1), the insertion into the byte buffer
-    at a variable byte offset (1), the raw-ring BRAM write (1).
-    ``depth_scan``: SCAN: the column's address and window-row selects (1), the
-    raw-ring BRAM read (1), the window shift and lane assembly (1), the
-    activation-RAM write (1).
-    ``depth_stem_write``: STEM_WRITE: the row-buffer read (1), the address add (1),
-    the activation-RAM write (1).
-    ``depth_mac``: MAC: the input address arithmetic (2: coordinates and bounds,
-    then the row address), the activation and weight BRAM reads (2: the RAM and
-    the bank multiplexer), the DSP48E1 (4: A/D input registers, pre-adder AD, M,
-    P), the adder tree over the N_CI lanes (2), the accumulator (1), the
-    requantization (3: rounding add, variable shift, ReLU and clamp), the
-    activation-RAM or output-buffer write (1): 15.
-    ``depth_out``: OUT: the GAP-sum read (1), the rounding shift (1), the stream
-    register (1).
-    ``depth_rest``: REST / DRAIN: the stream read and the framing check (2).
-    ``frame_start``: ap_start to the header request: the idle-to-run transition
-    and the register writes of net_id, build_params, engine_info and the input
-    state's initialization (2).
-    ``header_check``: the six header comparisons and the branch (1).
-    ``layer_setup``: a layer's table row from its ROM (2) and the derived
-    constants (kernel, padding, pass size, rounding; 2).
-    ``band_setup``: a band's ring arithmetic (new rows, last row needed) and the
-    fill decision (2).
-    ``stem_row_setup``: a stem row's first raw row (a multiply by S), the raw rows
-    still needed, the K row selects and the window clear (2).
-    ``fill_setup``: a DDR fill burst's address (the shifts and adds of one
-    (row, channel group)) (1).
-    ``group_setup``: an output-channel group's weight check (1), the bias word
-    from the weight RAM (2: BRAM read and register), the GAP store and the ring
-    release at its end (1): 4.
-    ``pass_setup``: a pass's trip count (a multiply by k*k*chunks) and the
-    destination rows of the WPG banks (3).
-    ``frame_end``: the status and frames_done writes and ap_done (2).
-    ``restart``: ap_done to the next frame's ap_start with auto-restart (2).
+    ``frame_start``: ap_start to the header request (the idle-to-run transition, the writes of
+    net_id, build_params, engine_info).
+    ``header_check``: the six header comparisons and the branch into the dataflow region.
+    ``maxi_read``: what Vitis's ``m_axi`` adapter adds to the memory's read latency (request FIFO
+    and AR register slice 2, read-data FIFO and register slice 2).
+    ``maxi_write``: likewise for a write's response (AW/W FIFOs 2, B back to the process 2);
+    a DDR writer waits for its last response before its layer region ends.
+    ``depth_read``: the header loop's depth (bus read, register, compare input).
+    ``region_start``: a DATAFLOW region's start (ap_start of its processes, their first loop's
+    entry); the layer region is started once per layer, the frame's once per frame.
+    ``region_end``: the last process's ap_done to the region's (and the next layer's start).
+    ``depth_core``: the core loop's pipeline depth, drained when a layer's loop exits: the input
+    address (2: coordinates and bounds, the row), the activation and weight RAM reads (2, with
+    ``latency=2``), the DSP48E1 (4: A/D, AD, M, P), the adder tree over the N_CI lanes (2), the
+    accumulator (1), the requantization (3), the write (1): 15; also how long after a step its
+    result reaches the DDR writer's FIFO.
+    ``depth_io``: the stem's, readers' and writer's loops (stream or bus, assembly, write).
+    ``restart``: ap_done to the next frame's ap_start with auto-restart.
+    ``fifo_latency``: a FIFO item written in one cycle is readable in the next (Vitis's FIFOs
+    and the C simulation's lockstep alike).
+    ``io_exit``: the DDR writer's last beat to its loop's end (its pipeline; in the C simulation
+    the cycle after the last iteration).
     """
 
-    loop_entry: int = 2
+    frame_start: int = 2
+    header_check: int = 1
     maxi_read: int = 4
     maxi_write: int = 4
     depth_read: int = 3
-    depth_write: int = 3
-    depth_raw: int = 3
-    depth_scan: int = 4
-    depth_stem_write: int = 3
-    depth_mac: int = 15
-    depth_out: int = 3
-    depth_rest: int = 2
-    frame_start: int = 2
-    header_check: int = 1
-    layer_setup: int = 4
-    band_setup: int = 2
-    stem_row_setup: int = 2
-    fill_setup: int = 1
-    group_setup: int = 4
-    pass_setup: int = 3
-    frame_end: int = 2
+    region_start: int = 3
+    region_end: int = 1
+    depth_core: int = 15
+    depth_io: int = 3
     restart: int = 2
+    fifo_latency: int = 1
+    io_exit: int = 3
 
 
 HLS_TIMING = HlsTiming()
+# The C simulation's lockstep mode: one iteration per process and cycle, no pipeline depths, no
+# bus; the header check runs outside the dataflow region (not counted in its cycles); a region's
+# processes start in the cycle their parent starts them, and the parent goes on in the cycle
+# after the last one ended.
+CSIM = HlsTiming(frame_start=0, header_check=0, maxi_read=0, maxi_write=0, depth_read=0, region_start=0,
+                 region_end=0, depth_core=0, depth_io=0, restart=0, fifo_latency=1, io_exit=1)
+# The memory of the C simulation: its DDR is an array (no latency, a beat per cycle and port).
+MEMORY_CSIM = E.MemoryModel(read_latency=0, write_latency=0)
 
-LABEL = "modelled (HLS engine schedule estimate; not Vitis-scheduled, not measured)"
 
-
-class _Layer:
-    """What one layer's walk found: its loops (phase, iterations), its control steps."""
-
-    def __init__(self, name: str):
-        self.name = name
-        self.loops: list[tuple[str, int]] = []
-        self.bands = self.groups = self.passes = self.stem_rows = 0
+def memory_of(memory) -> E.MemoryModel:
+    """A MemoryModel from a preset name (``"csim"``: the C simulation's array; the others:
+    ``spec.engine.MEMORY_PRESETS``) or a model (None: ``ideal``)."""
+    return MEMORY_CSIM if isinstance(memory, str) and memory == "csim" else _rtl_memory_of(memory)
 
 
 def _lg(n: int) -> int:
@@ -153,178 +135,317 @@ def _lg(n: int) -> int:
 
 
 def _raw_iters_to(p: int, in_ch: int) -> int:
-    """RAW-loop iterations for the frame's first p pixels (hls/engine.h raw_iters_to)."""
+    """RAW steps for the frame's first p pixels (hls/zq_stem.h raw_iters_to)."""
     return p if in_ch <= 4 else (p * in_ch + 3) // 4
 
 
-def _walk(plan, cached: bool) -> tuple[list[tuple[str, int]], list[_Layer], list[tuple[str, int]]]:
-    """The loops the HLS engine enters for one good frame: (frame loops before the layers,
-    the layers, frame loops after them). Raises RuntimeError where the engine would report a
-    ring deadlock (a plan the RTL twin could not run either)."""
+def _last_raw(st: dict, ys: int) -> int:
+    """The last raw row stem row ys needs (hls/zq_stem.h stem_last_raw)."""
+    return min(st["in_size"] - 1, ys * st["s"] - st["pad"] + st["k"] - 1)
+
+
+def _stem_scan_iters(st: dict) -> list[int]:
+    """Iterations of each stem row's SCAN loop: its columns, or the RAW steps of the raw rows the next
+    stem row needs, whichever is more (hls/zq_stem.h scan_row)."""
+    ncol = (st["size"] - 1) * st["s"] + st["k"]
+    out, avail = [], _last_raw(st, 0) + 1
+    for ys in range(st["size"]):
+        to = _last_raw(st, ys + 1) + 1 if ys + 1 < st["size"] else avail
+        fill = (_raw_iters_to(to * st["in_size"], st["in_ch"]) - _raw_iters_to(avail * st["in_size"], st["in_ch"])
+                if to > avail else 0)
+        out.append(max(ncol, fill))
+        avail = max(avail, to)
+    return out
+
+
+class _Feed:
+    """Items (weight words, ring rows) of ``units`` subunits each (beats, ring units) that a
+    producer streams through a FIFO of ``fifo`` subunits into a ring of the core's RAM. The
+    producer makes a subunit every ``c_p`` cycles from ``t0``, never more than ``fifo`` subunits
+    ahead of the core; the core takes a subunit per cycle, item i once its slot is free
+    (``release.when(i + 1 - ring) + RELEASE_GUARD``, no ring: always); an item is usable
+    ``AVAIL_GUARD`` cycles after its last subunit is in (:meth:`ready`)."""
+
+    def __init__(self, t0: float, units: int, c_p: float, fifo: int, ring: int | None, release: _Released,
+                 T: HlsTiming):
+        self.t0, self.units, self.c_p, self.fifo, self.ring, self.release, self.T = t0, units, c_p, fifo, ring, \
+            release, T
+        self.done: list[float] = []
+        self.p_end = t0                                   # the producer's time
+
+    def _slot(self, i: int) -> float:
+        return float("-inf") if self.ring is None else self.release.when(i + 1 - self.ring) + RELEASE_GUARD
+
+    def ready(self, n: int) -> float:
+        """Time the first ``n`` items are usable by the MAC array."""
+        U, cp, lat = self.units, self.c_p, self.T.fifo_latency
+        while len(self.done) < n:
+            i = len(self.done)
+            prev = self.done[-1] if self.done else float("-inf")
+            slot = self._slot(i)
+            p_start = max(self.p_end, slot - self.fifo * cp)     # at most a FIFO ahead of the ring's slot
+            take0 = max(prev, slot, p_start + cp + lat - 1)      # the core takes the first subunit
+            done = max(take0 + U, p_start + U * cp + lat)
+            self.done.append(done)
+            self.p_end = max(p_start + U * cp, done - self.fifo - lat)
+        return self.done[n - 1] + AVAIL_GUARD if n > 0 else float("-inf")
+
+
+def _walk(plan, M: E.MemoryModel, T: HlsTiming, cached: bool, clock_mhz: float, stretch: dict | None):
+    """The frame's event model (stretch: per layer, a factor that slows its DDR channels)."""
     eng, L, st = plan.engine, plan.layers, plan.stem
-    n_pe, n_ci, wpg = eng.n_pe, eng.n_ci, eng.wpg
-    bpw = n_pe * n_ci // 8                      # 64-bit beats per weight word
-    bpu = max(1, n_pe // 8)                     # beats per N_PE-byte DDR unit
-    wring, image_words = plan.wring_words, plan.image_words
-    ddr_dst = [l for l in L if l.dst_kind == E.DST_DDR]
-    lg_obuf = max(8, max(_lg(l.out_size) for l in ddr_dst)) if ddr_dst else 0
-
-    head: list[tuple[str, int]] = [("header", HEADER_BEATS)]
-    ws_loaded = 0
-    if plan.weight_cache:
-        if not cached:
-            head.append(("wload", image_words * bpw))
-        ws_loaded = image_words
-    ws_released = 0
-
-    # the stem
-    s_k, s_s, s_pad = st["k"], st["s"], st["pad"]
-    in_size, in_ch = st["in_size"], st["in_ch"]
-    ncol = (st["size"] - 1) * s_s + s_k
-    units = -(-st["in_words"] // wpg)
-    raw_avail = 0
-
-    layers: list[_Layer] = []
-    for l in L:
-        lw = _Layer(l.name)
-        k, s, pad = l.k, l.stride, l.k // 2
-        lg_out, lg_band = _lg(l.out_size), _lg(l.band_rows)
-        lg_pass = min(lg_band, max(0, lg_obuf - lg_out)) if l.dst_kind == E.DST_DDR else lg_band
-        n_passes = 1 << (lg_band - lg_pass)
-        pass_px = 1 << (lg_pass + lg_out)
-        R, in_h = l.band_rows, l.in_size
-        ring_fed = l.src_kind != E.SRC_ACT
-        loaded = released = 0
-        for band in range(l.n_bands):
-            lw.bands += 1
-            oyb = band * R
-            if ring_fed:
-                new_loaded = min(in_h, released + l.ring_rows)
-                last_row = min(in_h - 1, (oyb + R - 1) * s - pad + k - 1)
-                if last_row >= new_loaded:
-                    raise RuntimeError(f"layer '{l.name}': input row {last_row} needed beyond the ring "
-                                       f"({new_loaded} rows loaded): the plan deadlocks")
-                if new_loaded > loaded:
-                    if l.src_kind == E.SRC_STEM:
-                        for ys in range(loaded, new_loaded):
-                            lw.stem_rows += 1
-                            last_raw = min(in_size - 1, ys * s_s - s_pad + s_k - 1)
-                            if raw_avail <= last_raw:
-                                lw.loops.append(("raw", _raw_iters_to((last_raw + 1) * in_size, in_ch)
-                                                 - _raw_iters_to(raw_avail * in_size, in_ch)))
-                                raw_avail = last_raw + 1
-                            lw.loops.append(("scan", ncol))
-                            if units > 1:
-                                lw.loops.append(("stem_write", st["size"] * units))
-                    else:
-                        for _ in range(loaded, new_loaded):
-                            for _ in range(l.row["src_cgrps"]):
-                                lw.loops.append(("fill", l.in_size * bpu))
-                    loaded = new_loaded
-            start = l.w_off
-            for _ in range(l.co_groups):
-                lw.groups += 1
-                need = start + l.w_blk
-                if need > ws_loaded:
-                    target = min(image_words, ws_released + wring)
-                    if need > target:
-                        raise RuntimeError(f"layer '{l.name}': weight word {need} needed beyond the ring "
-                                           f"({target} words may be loaded): the plan deadlocks")
-                    lw.loops.append(("wload", (target - ws_loaded) * bpw))
-                    ws_loaded = target
-                for _ in range(n_passes):
-                    lw.passes += 1
-                    lw.loops.append(("mac", pass_px * k * k * l.ci_chunks))
-                    if l.dst_kind == E.DST_DDR:
-                        lw.loops.append(("ddr_write", pass_px * bpu))
-                if not l.resident:
-                    ws_released = start + l.w_blk
-                start += l.w_blk
-            released = min(in_h, max(0, (band + 1) * R * s - pad))
-        if l.resident:
-            ws_released = l.w_off + l.co_groups * l.w_blk
-        layers.append(lw)
+    n_pe = eng.n_pe
+    bpw, bpu = n_pe * eng.n_ci // 8, max(1, n_pe // 8)
+    rates = port_rates(M)
+    stretch = stretch or {}
     n_cls = plan.gap["classes"] if "classes" in plan.gap else plan.cfg.num_classes
-    tail = [("rest", 0), ("out", n_cls)]
-    return head, layers, tail
 
+    # ---- before the dataflow region: the header, every frame ------------------------------------
+    t_hdr = T.frame_start + (M.read_latency + T.maxi_read if T.maxi_read or M.read_latency else 0)
+    t_hdr += HEADER_BEATS + T.depth_read + T.header_check
+    if T is CSIM or T == CSIM:
+        t_hdr = 0                                       # the C simulation counts the region only
+    t0 = t_hdr + T.region_start
 
-def _counts(loops: list[tuple[str, int]]) -> dict:
-    c = {ph: [0, 0] for ph in PHASES}
-    for ph, n in loops:
-        c[ph][0] += n
-        c[ph][1] += 1
-    return {ph: (v[0], v[1]) for ph, v in c.items()}
+    # ---- the weight reader: the words at the port's rate, W_FIFO beats ahead ----------------------
+    w_release = _Released(t0)
+    lat_r = M.read_latency + T.maxi_read
+    if plan.weight_cache and cached:
+        weights = None
+    else:
+        rate_w = rates["read_beats"] / stretch.get("weights", 1.0)
+        weights = _Feed(t0 + lat_r + T.depth_io, bpw, 1.0 / rate_w, W_FIFO,
+                        None if plan.weight_cache else plan.wring_words, w_release, T)
+    rd_bytes = HEADER_BEATS * 8 + (plan.image_words * eng.word_bytes if weights else 0)
+    wr_bytes = 0
 
+    # ---- the stem process: the first row's raw rows, then each row's scan beside the next one's raw rows
+    in_size, in_ch, s_k, s_s, s_pad = st["in_size"], st["in_ch"], st["k"], st["s"], st["pad"]
+    ncol = (st["size"] - 1) * s_s + s_k
+    units = -(-st["in_words"] // eng.wpg)
+    stem_rel = _Released(t0)
+    stem_done: list[float] = []
+    scan_iters = _stem_scan_iters(st)
+    stem_t = [t0 + _raw_iters_to((_last_raw(st, 0) + 1) * in_size, in_ch)]   # the stem process's time
+    l0 = L[0]
 
-def loop_counts(plan, cached: bool = True) -> dict:
-    """Entries and iterations of every pipelined loop of the HLS engine for one good frame:
-    ``{"layers": [{phase: (iterations, entries)}, ...], "frame": {phase: (iterations, entries)}}``
-    (the structure of ``zynqflow.sim.csim.CSim.loop_counts``; ``cached=False``: the first frame
-    of a weight-cache build, which loads the image)."""
-    head, layers, tail = _walk(plan, cached)
-    return dict(layers=[_counts(lw.loops) for lw in layers], frame=_counts(head + tail))
+    def stem_ready(n: int) -> float:
+        while len(stem_done) < n:
+            ys = len(stem_done)
+            t = stem_t[0]
+            slot = stem_rel.when(ys + 1 - l0.ring_rows) + RELEASE_GUARD
+            prev = stem_done[-1] if stem_done else float("-inf")
+            n_units = st["size"] * units
+            if units == 1:                                 # units leave the scan, one per S columns
+                first = t + (s_k - 1) + T.fifo_latency
+                last = t + (s_k - 1) + (st["size"] - 1) * s_s + T.fifo_latency
+                loop = scan_iters[ys]
+            else:                                          # then a unit per cycle from the row buffer
+                first = t + scan_iters[ys] + T.fifo_latency
+                last = first + n_units - 1
+                loop = scan_iters[ys] + n_units
+            begin = max(first, slot, prev)
+            done = max(begin + n_units, last + 1)
+            # the scan (or the row buffer) blocks while STEM_FIFO units wait for the ring
+            stem_t[0] = max(t + loop, done - STEM_FIFO)
+            stem_done.append(done)
+        return stem_done[n - 1] + AVAIL_GUARD if n > 0 else float("-inf")
 
-
-def predict_hls(plan, memory: E.MemoryModel = E.MEMORY_MODEL, clock_mhz: float = 100.0,
-                timing: HlsTiming = HLS_TIMING, cached: bool = True) -> dict:
-    """The HLS engine's frame for ``plan``: the structure of ``zynqflow.spec.cycles.predict``
-    (``layers``: name, cycles, mac_cycles, bound, macs, phase_cycles, loops; ``frame``: cycles,
-    period_cycles, clock_mhz, fps, fps_at_100mhz, utilization, mac_cycles, dram_rd_bytes,
-    dram_wr_bytes; ``label``)."""
-    T, M = timing, memory
-    depth = dict(header=T.depth_read, wload=T.depth_read, fill=T.depth_read, raw=T.depth_raw, scan=T.depth_scan,
-                 stem_write=T.depth_stem_write, mac=T.depth_mac, ddr_write=T.depth_write, rest=T.depth_rest,
-                 drain=T.depth_rest, out=T.depth_out)
-    beat = M.beat_bytes
-
-    def cost(ph: str, n: int) -> int:
-        c = T.loop_entry + (n + depth[ph] - 1 if n > 0 else 1)
-        if ph in ("header", "wload", "fill"):
-            c += M.read_latency + T.maxi_read
-        elif ph == "ddr_write":
-            c += T.maxi_write + M.write_latency
-        return c
-
-    head, walked, tail = _walk(plan, cached)
-    rd = sum(n for ph, n in head if ph in ("header", "wload")) * beat
-    wr = 0
-    t = T.frame_start + sum(cost(ph, n) for ph, n in head) + T.header_check
-    category = dict(raw="input stream", scan="input stream", stem_write="input stream", fill="ddr read",
-                    wload="weights", mac="compute", ddr_write="ddr write")
+    # ---- the layer regions ------------------------------------------------------------------------
+    t = t0
     out = []
-    for l, lw in zip(plan.layers, walked):
-        phase = {ph: 0 for ph in PHASES}
-        for ph, n in lw.loops:
-            phase[ph] += cost(ph, n)
-            if ph in ("wload", "fill"):
-                rd += n * beat
-            elif ph == "ddr_write":
-                wr += n * beat
-        control = (T.layer_setup + lw.bands * T.band_setup + lw.stem_rows * T.stem_row_setup
-                   + sum(1 for ph, _ in lw.loops if ph == "fill") * T.fill_setup
-                   + lw.groups * T.group_setup + lw.passes * T.pass_setup)
-        cyc = control + sum(phase.values())
-        by_cat: dict[str, int] = {}
-        for ph, c in phase.items():
-            if ph in category:
-                by_cat[category[ph]] = by_cat.get(category[ph], 0) + c
-        bound = max(by_cat, key=by_cat.get)
-        mac_iters = sum(n for ph, n in lw.loops if ph == "mac")
-        out.append(dict(name=l.name, cycles=int(cyc), mac_cycles=int(mac_iters), bound=bound, macs=l.macs,
-                        phase_cycles={**{ph: int(c) for ph, c in phase.items() if c}, "control": int(control)},
-                        loops={ph: v for ph, v in _counts(lw.loops).items() if v[1]}))
-        t += cyc
-    t += sum(cost(ph, n) for ph, n in tail) + T.frame_end
-    cycles = int(t)
+    for li, l in enumerate(L):
+        row = l.row
+        f = stretch.get(li, 1.0)
+        t_start = t
+        tc = t + T.region_start if li else t               # the first region starts with the frame's
+        spp = l.k * l.k * l.ci_chunks
+        band_px = l.band_rows * l.out_size
+        fill = None
+        reader_end = tc
+        if l.src_kind == E.SRC_DDR:
+            cg = row["src_cgrps"]
+            row_beats = l.in_size * cg * bpu
+            rate_f = rates["read_beats"] / f
+            f_release = _Released(tc)
+            fill = _Feed(tc + lat_r + T.depth_io, l.in_size * cg, bpu / rate_f, FILL_FIFO, l.ring_rows, f_release, T)
+            rd_bytes += l.in_size * l.in_size * cg * n_pe
+        stall_rows = stall_w = stall_out = 0.0
+        w_free = float("-inf")                             # the DDR writer has written every queued unit
+        rate_o = rates["write_beats"] / f
+        c_unit = bpu / rate_o                              # the writer's cycles per unit
+        blk0 = l.w_off
+        for b in range(l.n_bands):
+            if l.src_kind == E.SRC_STEM:
+                tr = stem_ready(_need_rows(l, b))
+            elif fill is not None:
+                tr = fill.ready(_need_rows(l, b))
+            else:
+                tr = float("-inf")
+            for g in range(l.co_groups):
+                blk_end = blk0 + (g + 1) * l.w_blk
+                tw = weights.ready(blk_end) if weights is not None else float("-inf")
+                if max(tr, tw) > tc:                       # the block's bias step waits
+                    if tr >= tw:
+                        stall_rows += tr - tc
+                    else:
+                        stall_w += tw - tc
+                    tc = max(tr, tw)
+                tc += 1                                    # the bias step
+                t_run = tc
+                tc += band_px * spp
+                if l.dst_kind == E.DST_DDR:
+                    first = t_run + spp + T.depth_core + T.fifo_latency
+                    start = max(w_free, first)
+                    w_free = max(start + band_px * c_unit, t_run + band_px * spp + T.depth_core + c_unit)
+                    lim = w_free - OUT_FIFO * c_unit - T.depth_core
+                    if lim > tc:
+                        stall_out += lim - tc
+                        tc = lim
+                    wr_bytes += band_px * n_pe
+                if not l.resident:
+                    w_release.set(tc, blk_end)
+            rel = _released_rows(l, b)
+            if l.src_kind == E.SRC_STEM:
+                stem_rel.set(tc, rel)
+            elif fill is not None:
+                f_release.set(tc, rel)
+        if l.resident:
+            w_release.set(tc, blk0 + l.co_groups * l.w_blk)
+        # the core's loop ends when every ring unit is in (its tail), then drains its pipeline
+        if l.src_kind == E.SRC_STEM:
+            tc = max(tc, stem_ready(st["size"]) - AVAIL_GUARD + 1)
+        elif fill is not None:
+            tc = max(tc, fill.ready(l.in_size) - AVAIL_GUARD + 1)
+            reader_end = fill.done[-1]
+        core_end = tc + T.depth_core
+        if li == len(L) - 1:
+            core_end += n_cls                              # the logits
+        writer_end = w_free + M.write_latency + T.maxi_write + T.io_exit if l.dst_kind == E.DST_DDR else tc
+        end = max(core_end, writer_end, reader_end) + T.region_end
+        cyc = end - t_start
+        stalls = dict(input_rows=stall_rows, weights=stall_w, ddr_write=stall_out)
+        bound = max(stalls, key=stalls.get) if max(stalls.values()) > 0.02 * cyc else "compute"
+        bound = dict(input_rows="input stream" if l.src_kind == E.SRC_STEM else "ddr read",
+                     ddr_write="ddr write").get(bound, bound)
+        traffic = l.co_groups * l.w_blk * eng.word_bytes if weights else 0
+        traffic += (l.in_size * l.in_size * row["src_cgrps"] * n_pe if fill else 0)
+        traffic += (l.co_groups * l.out_size ** 2 * n_pe if l.dst_kind == E.DST_DDR else 0)
+        if li == 0:
+            traffic += st["in_bytes"] if M.charge_streams else 0
+        out.append(dict(name=l.name, cycles=int(round(end)) - int(round(t_start)), start_cycle=int(round(t_start)),
+                        mac_cycles=l.mac_cycles, issue_cycles=l.mac_cycles + l.n_bands * l.co_groups,
+                        stall_cycles={k: int(round(v)) for k, v in stalls.items()}, bound=bound, macs=l.macs,
+                        dram_bytes=int(traffic)))
+        t = end
+    # the frame: the output process sends the logits as the core makes them; the stem has taken
+    # the whole input before (every stem row was needed); the weight reader ended before the last
+    # layer's last block
+    t_end = t + (1 if T == CSIM else T.depth_io)
+    cycles = int(round(t_end))
+    macs = sum(l.macs for l in L)
     period = cycles + T.restart
-    macs = sum(l.macs for l in plan.layers)
-    eng = plan.engine
-    return dict(
-        label=LABEL, memory=asdict(memory), timing=asdict(timing),
-        cached_weights=bool(plan.weight_cache and cached), layers=out,
-        frame=dict(cycles=cycles, period_cycles=period, clock_mhz=clock_mhz,
-                   fps=clock_mhz * 1e6 / period, fps_at_100mhz=100e6 / period,
-                   utilization=macs / (eng.n_pe * eng.n_ci * cycles) if cycles else 0.0,
-                   mac_cycles=sum(x["mac_cycles"] for x in out), dram_rd_bytes=int(rd),
-                   dram_wr_bytes=int(wr)))
+    frame = dict(cycles=cycles, period_cycles=period, clock_mhz=clock_mhz, fps=clock_mhz * 1e6 / period,
+                 fps_at_100mhz=100e6 / period, utilization=macs / (eng.n_pe * eng.n_ci * cycles) if cycles else 0.0,
+                 mac_cycles=sum(l.mac_cycles for l in L), dram_rd_bytes=int(rd_bytes), dram_wr_bytes=int(wr_bytes),
+                 header_cycles=int(t_hdr))
+    return out, frame, rates
+
+
+def predict_hls(plan, memory: E.MemoryModel | str | None = None, clock_mhz: float = 100.0,
+                timing: HlsTiming = HLS_TIMING, cached: bool = True) -> dict:
+    """The HLS engine's frame for ``plan`` under ``memory`` (a MemoryModel, a preset's name, or
+    ``"csim"``; default ``ideal``): the structure of ``zynqflow.spec.cycles.predict`` (``layers``:
+    name, cycles, start_cycle, mac_cycles, issue_cycles, stall_cycles, bound, macs, dram_bytes;
+    ``frame``: cycles, period_cycles, clock_mhz, fps, fps_at_100mhz, utilization, mac_cycles,
+    dram_rd_bytes, dram_wr_bytes, header_cycles; ``label``). ``cached=False``: the first frame of a
+    weight-cache build (it streams the image).
+
+    The shared DDR budget (``shared_bytes`` per cycle of :func:`port_rates`) bounds each layer from
+    below: a layer moves its weight words, DDR reads and writes (and the input frame, when the
+    preset charges streams) in no fewer than bytes / budget cycles; a layer the event model puts
+    below that is stretched to it (``bound`` "ddr shared") and the layers after it move on."""
+    M = memory_of(memory)
+    layers, frame, rates = _walk(plan, M, timing, cached, clock_mhz, None)
+    budget = rates["shared_bytes"]
+    if budget:
+        shift = 0
+        for l in layers:
+            l["start_cycle"] += shift
+            floor = int(math.ceil(l["dram_bytes"] / budget))
+            if floor > l["cycles"] * 1.001:
+                shift += floor - l["cycles"]
+                l["cycles"] = floor
+                l["bound"] = "ddr shared"
+        if shift:
+            eng = plan.engine
+            frame["cycles"] += shift
+            frame["period_cycles"] += shift
+            frame["fps"] = clock_mhz * 1e6 / frame["period_cycles"]
+            frame["fps_at_100mhz"] = 100e6 / frame["period_cycles"]
+            frame["utilization"] = plan.macs / (eng.n_pe * eng.n_ci * frame["cycles"])
+    return dict(label=LABEL, memory=asdict(M), memory_rates=rates, timing=asdict(timing),
+                cached_weights=bool(plan.weight_cache and cached), layers=layers, frame=frame)
+
+
+def csim_counts(plan, cached: bool = True) -> dict:
+    """The work of one good frame as the C simulation counts it (``CSim.loop_counts``, built with
+    ``count=True``): per layer the core's bias and MAC steps, output pixels, ring units taken, the
+    fill reader's and DDR writer's beats (with their bursts as entries); per frame the header
+    beats, the weight reader's beats, the stem's loops (RAW, SCAN, STEM_WRITE iterations and
+    entries), the output beats and the logits. These do not depend on timing: exact."""
+    eng, L, st = plan.engine, plan.layers, plan.stem
+    bpw, bpu = eng.n_pe * eng.n_ci // 8, max(1, eng.n_pe // 8)
+    n_cls = plan.gap["classes"] if "classes" in plan.gap else plan.cfg.num_classes
+    layers = []
+    for li, l in enumerate(L):
+        c = {}
+        c["bias"] = (l.n_bands * l.co_groups, 0)
+        c["mac"] = (l.mac_cycles, 0)
+        c["results"] = (l.co_groups * l.out_size ** 2, 0)
+        if l.src_kind == E.SRC_DDR:
+            run = l.in_size * bpu
+            bl = min(16, run)
+            beats = l.in_size * l.row["src_cgrps"] * run
+            c["fill"] = (beats, 1)
+            c["units"] = (beats // bpu, 0)
+        elif l.src_kind == E.SRC_STEM:
+            c["units"] = (st["size"] * st["size"] * -(-st["in_words"] // eng.wpg), 0)
+        if l.dst_kind == E.DST_DDR:
+            c["ddr_write"] = (l.co_groups * l.out_size ** 2 * bpu, 1)
+        if li == len(L) - 1:
+            c["logits"] = (n_cls, 0)
+        layers.append(c)
+    frame = {"header": (HEADER_BEATS, 1), "out": (n_cls, 1), "rest": (0, 1)}
+    if not (plan.weight_cache and cached):
+        frame["wload"] = (plan.image_words * bpw, 1)
+    # the stem: the first stem row's raw rows, then a scan per stem row (beside the next one's raw
+    # rows), the row buffer when a pixel is more than one unit
+    frame["raw"] = (_raw_iters_to((_last_raw(st, 0) + 1) * st["in_size"], st["in_ch"]), 1)
+    frame["scan"] = (sum(_stem_scan_iters(st)), st["size"])
+    units = -(-st["in_words"] // eng.wpg)
+    if units > 1:
+        frame["stem_write"] = (st["size"] * st["size"] * units, st["size"])
+    return dict(layers=layers, frame=frame)
+
+
+def hls_vs_rtl(plan, memory=None, clock_mhz: float = 100.0) -> dict:
+    """Per layer the HLS model beside the RTL twin's model (``zynqflow.spec.cycles.predict``) under
+    the same memory: ``layers`` [name, hls, rtl, ratio], ``worst_ratio`` (the largest |hls/rtl - 1|),
+    and both frames' fps."""
+    from .cycles import predict
+
+    h = predict_hls(plan, memory=memory, clock_mhz=clock_mhz)
+    try:
+        r = predict(plan, memory=memory_of(memory), clock_mhz=clock_mhz)
+    except TypeError:            # a spec.cycles without preset names
+        r = predict(plan, memory=memory_of(memory))
+    rows = [dict(name=a["name"], hls=a["cycles"], rtl=b["cycles"], ratio=a["cycles"] / b["cycles"])
+            for a, b in zip(h["layers"], r["layers"])]
+    return dict(layers=rows, worst_ratio=max(abs(x["ratio"] - 1) for x in rows),
+                hls_fps=h["frame"]["fps"], rtl_fps=r["frame"]["fps"], hls_cycles=h["frame"]["cycles"],
+                rtl_cycles=r["frame"]["cycles"], label=h["label"])
+
+
+__all__ = ["COUNTERS", "CSIM", "HLS_TIMING", "HlsTiming", "LABEL", "MEMORY_CSIM", "csim_counts", "hls_vs_rtl",
+           "memory_of", "port_rates", "predict_hls"]

@@ -12,8 +12,15 @@ checkpoint's export on real Fashion-MNIST test images; one full-size 256x256
 zynqnet frame. Also: the C testbench (passes, and fails on corrupted vectors),
 the registers, short / long / missing-TLAST frames, foreign weight images, the
 weight cache, the exhaustive check of the packed DSP48E1 arithmetic, and the Vitis
-HLS flow script under tclsh with the Vitis commands stubbed (no Vitis here). The
-loop counts behind the HLS cycle model are checked in tests/test_cycles_hls.py.
+HLS flow script under tclsh with the Vitis commands stubbed (no Vitis here).
+
+The C simulation's own streams and scheduler (hls/csim/): the three modes agree bit for
+bit; a FIFO too small for UG1399's dataflow example deadlocks and the watchdog names the
+streams (Vitis's own sequential C simulation passes it); the engine with a ring smaller
+than its layer needs deadlocks the same way; every engine stream at depth 1 still runs
+(no reconvergent path needs a deep FIFO). Layers that read the region they write are
+refused by the planner and by the C++ table check. The counts behind the HLS cycle model
+are checked in tests/test_cycles_hls.py.
 """
 
 from __future__ import annotations
@@ -405,8 +412,9 @@ def test_cli_writes_report(tiny, tmp_path):
     assert res["registers"]["frames_done"] == 48 and res["registers"]["engine_info"] == \
         tiny.man["engine"]["engine_info_hls"]
     hm = res["hls_model"]
-    assert "not Vitis-scheduled" in hm["label"] and hm["first_frame_cycles"] > hm["cycles"] > 0
-    assert 0 < hm["fps_at_100mhz"] <= hm["rtl_model_fps_at_100mhz"]
+    assert "modelled" in hm["label"] and hm["first_frame_cycles"] >= hm["cycles"] > 0 and hm["memory"] == "pynq-z2"
+    assert hm["fps_at_100mhz"] == pytest.approx(hm["rtl_model_fps_at_100mhz"], rel=0.05)
+    assert res["csim_mode"] == "lockstep"
 
 
 def test_missing_compiler_is_named(tiny, monkeypatch, tmp_path):
@@ -440,22 +448,27 @@ source $::env(RUN_HLS_TCL)
 """
 
 
-def _mock_run_hls(tmp_path, *args) -> tuple[int, list[str], str]:
+def _mock_run_hls(tmp_path, *args, env: dict | None = None) -> tuple[int, list[str], str]:
     if shutil.which("tclsh") is None:
         pytest.skip("no tclsh")
     (tmp_path / "mock.tcl").write_text(MOCK_VITIS_HLS)
     log = tmp_path / "vitis.log"
-    env = dict(os.environ, MOCK_LOG=str(log), RUN_HLS_TCL=str(csim.HLS_DIR / "scripts" / "run_hls.tcl"))
+    log.unlink(missing_ok=True)
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("ZQ_HLS_", "ZQ_COSIM_"))}
+    env = dict(base, **(env or {}), MOCK_LOG=str(log), RUN_HLS_TCL=str(csim.HLS_DIR / "scripts" / "run_hls.tcl"))
     p = subprocess.run(["tclsh", str(tmp_path / "mock.tcl"), *map(str, args)], capture_output=True, text=True,
                        env=env, timeout=60)
     return p.returncode, (log.read_text().splitlines() if log.exists() else []), p.stdout + p.stderr
 
 
 def test_run_hls_tcl_flow(tmp_path):
-    """run_hls.tcl (Vitis HLS 2023.2 Tcl): the part, the 10 ns clock, 64-bit m_axi addresses, the
-    co-simulation depths from the export (image and scratch area in 64-bit beats), every source and
-    the testbench, the four steps in order; zq_top's interface pragmas name the m_axi bundles wts and
-    act (ports m_axi_wts, m_axi_act) and the s_axilite bundle control (s_axi_control)."""
+    """run_hls.tcl (Vitis HLS 2023.2 / vitis-run Tcl): the part, the 10 ns clock, 64-bit m_axi addresses,
+    the co-simulation depths from the export (image and scratch area in 64-bit beats), every source
+    (every header of hls/, not the C simulation's scheduler) and the testbench, Vitis's own streams
+    (-DZQ_VITIS), the four steps in order, a co-simulation of ZQ_COSIM_FRAMES frames without the
+    protocol checks unless ZQ_COSIM_PROTOCOL=1; arguments from the command line or (vitis-run) the
+    environment; zq_top's interface pragmas name the m_axi bundles wts and act (ports m_axi_wts,
+    m_axi_act, with `latency=`) and the s_axilite bundle control (s_axi_control)."""
     d = NETS["zq64-ddr"][0]()                      # the export only (nothing compiled)
     n = SimpleNamespace(dir=d)
     mem = json.loads((d / "manifest.json").read_text())["memory"]
@@ -468,13 +481,23 @@ def test_run_hls_tcl_flow(tmp_path):
     assert "config_interface -m_axi_addr64" in log and "set_top zq_top" in log
     assert any(l.startswith("open_solution -reset solution1 -flow_target vivado") for l in log)
     adds = [l for l in log if l.startswith("add_files")]
-    for f in ("zq_top.cpp", "engine.h", "zq_axis.h", "zq_dsp.h", "zq_spec.h", "zq_top.h", "tb_zq_top.cpp"):
+    headers = sorted(p.name for p in csim.HLS_DIR.glob("*.h"))
+    for f in ["zq_top.cpp", "tb_zq_top.cpp", *headers]:
         assert any(f in a for a in adds), f
+    assert not any("zq_csim" in a for a in adds), "the C simulation's scheduler is not Vitis's business"
     assert any("-tb" in a and "tb_zq_top.cpp" in a for a in adds)
     flags = f"-DZQ_WTS_DEPTH={mem['weight_image_bytes'] // 8} -DZQ_ACT_DEPTH={max(1, mem['scratch_bytes'] // 8)}"
-    assert all(flags in a and "-DZQ_USE_AP_AXI" in a for a in adds)
+    assert all(flags in a and "-DZQ_USE_AP_AXI" in a and "-DZQ_VITIS" in a for a in adds)
     exp = next(l for l in log if l.startswith("export_design"))
     assert "-format ip_catalog" in exp and "-rtl verilog" in exp
+    cos = next(l for l in log if l.startswith("cosim_design"))
+    assert f"{n.dir} 1 0" in cos, cos                # one frame, no protocol checks
+    # the co-simulation's frames and protocol switch; arguments from the environment (vitis-run)
+    rc, log, out = _mock_run_hls(tmp_path, env=dict(ZQ_HLS_EXPORT=str(n.dir), ZQ_HLS_OUT=str(tmp_path / "hls4"),
+                                                    ZQ_HLS_STEPS="cosim", ZQ_COSIM_FRAMES="3", ZQ_COSIM_PROTOCOL="1"))
+    assert rc == 0, out
+    assert [l.split()[0] for l in log if l.split()[0].endswith("_design")] == ["cosim_design"]
+    assert f"{n.dir} 3 1" in next(l for l in log if l.startswith("cosim_design"))
     # steps, and a bad step or export directory
     rc, log, _ = _mock_run_hls(tmp_path, n.dir, tmp_path / "hls2", "csim,csynth")
     assert rc == 0 and [l.split()[0] for l in log if l.split()[0].endswith("_design")] == ["csim_design",
@@ -483,12 +506,35 @@ def test_run_hls_tcl_flow(tmp_path):
     assert rc == 2 and "unknown step 'synth'" in out
     rc, _, out = _mock_run_hls(tmp_path, tmp_path)
     assert rc == 2 and "net_params.h" in out
+    rc, _, out = _mock_run_hls(tmp_path)
+    assert rc == 2 and "ZQ_HLS_EXPORT" in out
     top = (csim.HLS_DIR / "zq_top.cpp").read_text()
     assert "port=wts bundle=wts offset=slave" in top and "port=act bundle=act offset=slave" in top
-    assert "depth=ZQ_WTS_DEPTH" in top and "depth=ZQ_ACT_DEPTH" in top
+    assert "depth=ZQ_WTS_DEPTH" in top and "depth=ZQ_ACT_DEPTH" in top and "latency=ZQ_MAXI_LATENCY" in top
     spec_h = (csim.HLS_DIR / "zq_spec.h").read_text()
     for r in ("wts", "act", "status", "frames_done", "net_id", "build_params", "engine_info", "return"):
         assert f"port={r} " in spec_h and "bundle=control" in spec_h
+
+
+def test_hls_sh_picks_the_tool(tiny, tmp_path):
+    """hls.sh runs `vitis_hls -f run_hls.tcl -tclargs ...` (2023.2) or, where only vitis-run is installed
+    (2024.2+), `vitis-run --mode hls --tcl run_hls.tcl` with the arguments in the environment."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for tool in ("vitis_hls", "vitis-run"):
+        (bin_dir / tool).write_text(f'#!/bin/sh\necho "{tool} $@ export=$ZQ_HLS_EXPORT steps=$ZQ_HLS_STEPS"\n')
+        (bin_dir / tool).chmod(0o755)
+    script = str(csim.HLS_DIR / "scripts" / "hls.sh")
+    env = dict(os.environ, PATH=f"{bin_dir}:/usr/bin:/bin")
+    p = subprocess.run(["bash", script, str(tiny.dir), str(tmp_path / "o1"), "csim"], capture_output=True,
+                       text=True, env=env, timeout=60)
+    assert p.returncode == 0 and "vitis_hls -l" in p.stdout and "-tclargs" in p.stdout, p.stdout + p.stderr
+    (bin_dir / "vitis_hls").unlink()
+    p = subprocess.run(["bash", script, str(tiny.dir), str(tmp_path / "o2"), "csim,csynth"], capture_output=True,
+                       text=True, env=env, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert "vitis-run --mode hls --tcl" in p.stdout and f"export={tiny.dir}" in p.stdout
+    assert "steps=csim,csynth" in p.stdout
 
 
 def test_hls_sh_without_vitis(tiny, tmp_path):
@@ -498,5 +544,123 @@ def test_hls_sh_without_vitis(tiny, tmp_path):
         pytest.skip("vitis_hls is installed")
     p = subprocess.run(["bash", str(csim.HLS_DIR / "scripts" / "hls.sh"), str(tiny.dir), str(tmp_path / "out")],
                        capture_output=True, text=True, env=env, timeout=60)
-    assert p.returncode == 1 and "vitis_hls not found" in p.stderr
+    assert p.returncode == 1 and "vitis_hls not found" in p.stderr and "vitis-run" in p.stderr
     assert not (tmp_path / "out").exists()
+
+
+# ---- the C simulation's streams and scheduler (hls/csim/) ----------------------------------------
+@pytest.mark.parametrize("name", ["rgb", "zq64-ddr"])
+def test_modes_agree(name):
+    """Threads and sequential (Vitis's csim semantics) give the golden logits too, bit for bit, as the
+    default lockstep does (every other test), on a stem of three channels and on DDR tensors with the
+    weight ring."""
+    n = _net(name)
+    try:
+        for mode in ("threads", "sequential"):
+            n.sim.set_mode(mode)
+            n.sim.reset()
+            _expect_same(n.sim.run(n.frames[:4]), n.golden[:4], f"{name}, {mode} mode")
+    finally:
+        n.sim.set_mode("lockstep")
+
+
+def test_fifo_too_small_deadlocks(tmp_path_factory):
+    """UG1399's deadlocking dataflow (proc_1 writes 10 items to data_channel1 before one to data_channel2,
+    proc_2 reads data_channel2 first): with data_channel1 shorter than 10 the C simulation deadlocks,
+    threads or lockstep, and the watchdog fails the run naming both processes and streams; with its
+    declared depth it passes. Vitis's own sequential C simulation passes whatever the depth."""
+    out = tmp_path_factory.mktemp("csim_streams")
+    for mode in ("threads", "lockstep"):
+        rc, text = csim.run_stream_test(out, mode, 10)
+        assert rc == 0 and "PASS" in text, text
+        rc, text = csim.run_stream_test(out, mode, 9)
+        assert rc == 3, text
+        assert "deadlock" in text and f"({mode} mode)" in text
+        assert "'proc_1': blocked writing stream 'data_channel1' (full: 9 of depth 9)" in text
+        assert "'proc_2': blocked reading stream 'data_channel2' (empty" in text
+    rc, text = csim.run_stream_test(out, "sequential", 1)
+    assert rc == 0 and "PASS" in text, text
+
+
+def _patched_export(n, tmp_path, layer: int, field: str, value: int):
+    """A copy of the export whose layer-table row `layer` has `field` = value (net_params.h)."""
+    d = tmp_path / "export"
+    shutil.copytree(n.dir, d)
+    p = d / "net_params.h"
+    lines = p.read_text().splitlines()
+    rows = [i for i, l in enumerate(lines) if l.strip().startswith("{") and "//" in l]
+    vals = lines[rows[layer]].split("{")[1].split("}")[0].split(",")
+    vals[[f.name for f in E.ROW].index(field)] = f" {value}"
+    head, tail = lines[rows[layer]].split("{")[0], lines[rows[layer]].split("}", 1)[1]
+    lines[rows[layer]] = head + "{" + ",".join(vals) + "}" + tail
+    p.write_text("\n".join(lines) + "\n")
+    return d
+
+
+def test_ring_too_small_deadlocks(tmp_path):
+    """The engine whose first layer's input ring holds 2 rows where its 3x3 window needs 3 (a layer
+    table the planner would never write, and that passes the C++ table check): the stem fills the
+    ring and its FIFO, the core waits for row 2 that no slot can take; in every mode the run fails
+    with the watchdog's report naming the stem blocked on the full 'stem_units' and the core's wait."""
+    n = _net("wide")
+    assert n.man["layers"][0]["k"] == 3 and n.man["layers"][0]["src_kind"] == "stem"
+    d = _patched_export(n, tmp_path, 0, "src_lg_rows", 1)
+    sim = csim.CSim(d, out_dir=tmp_path / "csim")
+    for mode in ("threads", "lockstep", "sequential"):
+        sim.set_mode(mode)
+        with pytest.raises(csim.CSimError) as e:
+            sim.run(n.frames[:1])
+        msg = str(e.value)
+        assert "deadlock" in msg and f"({mode} mode)" in msg, msg
+        assert "layer 0: before block 0 of band 1 needs input rows 0..2 (2 in the ring" in msg, msg
+        if mode != "sequential":
+            assert "'stem': blocked writing stream 'stem_units' (full: 32 of depth 32)" in msg, msg
+    assert sim.registers()["frames_done"] == 0
+
+
+@pytest.mark.parametrize("name", ["tiny", "zq64-ddr"])
+def test_every_stream_at_depth_one(name):
+    """No path of the engine needs a deep FIFO (the core takes from every producer without blocking
+    and only blocks on its own output): every stream at depth 1 runs bit-exact, only slower."""
+    n = _net(name)
+    streams = ("w_beats", "stem_units", "in_status", "logits", "fill_units", "out_units")
+    try:
+        n.sim.reset()
+        n.sim.process_stats()
+        n.sim.run(n.frames[:2])
+        base = n.sim.process_stats()
+        for s in streams:
+            n.sim.set_stream_depth(s, 1)
+        n.sim.reset()
+        _expect_same(n.sim.run(n.frames[:2]), n.golden[:2], f"{name}, every stream at depth 1")
+        shallow = n.sim.process_stats()
+        assert all(shallow["streams"][s]["depth"] == 1 for s in shallow["streams"])
+        assert shallow["processes"]["layers"]["stall_join"] >= base["processes"]["layers"]["stall_join"]
+    finally:
+        n.sim.set_stream_depth(None)
+
+
+def test_testbench_cosim_switch(tiny, capfd):
+    """The co-simulation's switch: protocol=0 runs exactly the frames asked for (run_hls.tcl passes
+    ZQ_COSIM_FRAMES and ZQ_COSIM_PROTOCOL to the testbench)."""
+    assert csim.run_testbench(tiny.dir, max_frames=2, protocol=False) == 0
+    out = capfd.readouterr().out
+    assert "2 test frames" in out and "protocol checks skipped" in out and "protocol checks (short" not in out
+
+
+def test_overlapping_regions_refused(tiny, tmp_path):
+    """A layer that reads the rows it writes: the planner refuses it naming the layer, and the C++
+    table check fails the build with LayerTableCheck<100*(layer+1) + 18>."""
+    from zynqflow.export.exporter import load_plan
+    from zynqflow.export.plan import ExportError, check_overlaps
+
+    plan = load_plan(tiny.dir)
+    l1 = plan.layers[1]
+    assert l1.dst_kind == E.DST_ACT
+    check_overlaps(plan)
+    l1.row["dst_base"] = l1.row["src_base"]
+    with pytest.raises(ExportError, match=rf"layer '{l1.name}': reads activation-RAM rows .* and writes"):
+        check_overlaps(plan)
+    d = _patched_export(tiny, tmp_path, 1, "dst_base", l1.row["src_base"])
+    with pytest.raises(csim.CSimError, match=r"LayerTableCheck<218>"):
+        csim.build(d, tmp_path / "csim")

@@ -53,3 +53,29 @@ def test_estimate_grows_with_the_engine():
     assert big["dsp"] == 4 * small["dsp"] and big["lut"] > small["lut"] and big["ff"] > small["ff"]
     assert big["bram36"] >= small["bram36"]
     assert "Yosys" in resources.MODEL
+
+
+def test_hls_variant():
+    """The HLS engine's memories as its pragmas lay them out (hls/): the activation RAM's WPG banks as
+    the RTL's, the weight RAM as BPW banks of 64-bit beats, the stem's raw rows, the m_axi adapters'
+    buffers; never less BRAM than the RTL twin's; LUT/FF above the RTL fit (the adapters); the full
+    ZynqNet's 16x16 build fits the xc7z020. The search evaluates the variant it targets."""
+    from zynqflow.dse import hw_model
+    from zynqflow.spec.topology import get_config
+
+    plan = calibration_plan(dict(net="zynqnet", input_size=None, n_pe=16, n_ci=16))
+    rtl, hls = estimate(plan), estimate(plan, "hls")
+    names = {r["name"].split(" (")[0]: r for r in hls["rams"]}
+    assert names["weight RAM wbuf"]["copies"] == 16 * 16 // 8 and names["weight RAM wbuf"]["width"] == 64
+    assert names["activation RAM act_ram"]["copies"] == plan.engine.wpg
+    assert sum(1 for n in names if n.startswith("m_axi")) == 3
+    assert hls["dsp"] == rtl["dsp"] == 128
+    assert rtl["bram36"] + 8 <= hls["bram36"] <= 140 and hls["lut"] > rtl["lut"] and hls["ff"] > rtl["ff"]
+    assert hls["lut"] <= 53200 and hls["ff"] <= 106400 and "HLS" in hls["model"] and hls["engine"] == "hls"
+    with pytest.raises(ValueError, match="engine 'vhdl'"):
+        estimate(plan, "vhdl")
+    cfg = get_config("zynqnet")
+    r_rtl, r_hls = hw_model.evaluate(cfg, 32, 8, engine="rtl"), hw_model.evaluate(cfg, 32, 8, engine="hls")
+    assert r_hls["engine"] == "hls" and "cycles_hls" in r_hls["model"]
+    assert r_hls["bram36"] > r_rtl["bram36"]
+    assert max(hw_model.violations(r_rtl, "xc7z020").values()) <= 0 < hw_model.violations(r_hls, "xc7z020")["bram36"]
