@@ -321,7 +321,8 @@ class Accelerator:
                                 recoveries=st.recoveries, mm2s_transfers=st.mm2s_transfers,
                                 s2mm_transfers=st.s2mm_transfers, logits=st.logits,
                                 seconds=st.seconds if stream else None),
-                           d.fclk_hz, d.in_bytes, d.classes * 4, simulated=d.simulated, model=self.export.cycles_model)
+                           d.fclk_hz, d.in_bytes, d.classes * 4, simulated=d.simulated,
+                           model=self.export.cycles_model_for(st.engine))
         info["net_id"] = f"0x{d.hw_id:08x}"
         info["ddr"] = {k: f"0x{v:08x}" for k, v in d.bases.items()}
         if not stream:

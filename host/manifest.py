@@ -192,6 +192,14 @@ class Export:
         ``dram_rd_bytes``, ``dram_wr_bytes``, ...): a model, not a measurement."""
         return dict(self.manifest.get("cycles_model") or {})
 
+    def cycles_model_for(self, engine: str) -> dict:
+        """The cycle model of the engine the bitstream holds: ``cycles_model_hls`` (the HLS
+        engine's overlapped schedule, spec.cycles_hls) for ``"hls"`` when the manifest has it,
+        else ``cycles_model`` (the RTL twin's). Models, not measurements."""
+        if engine == "hls" and self.manifest.get("cycles_model_hls"):
+            return dict(self.manifest["cycles_model_hls"])
+        return self.cycles_model
+
     def weight_image(self) -> bytes:
         """``weights.bin``, checked against the manifest and this host's engine specification
         (header magic, spec version, network ID, word size, word count, header size, file size):

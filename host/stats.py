@@ -1,7 +1,7 @@
 """Statistics of a run: what a call measured (:class:`RunStats`), the host's own time per frame
 (:class:`HostTime`), frames/s and DMA bandwidth (:func:`throughput`), latency percentiles, and the
 labels every figure carries: cycles are *measured* by the RTL twin (``cycles_last``, the DRAM
-counters) or *modelled* (the manifest's ``cycles_model``: the HLS engine has no cycle counter);
+counters) or *modelled* (the manifest's ``cycles_model_hls``: the HLS engine has no cycle counter);
 times are the driver clock's (board: wall time, host work included; simulation: simulated time,
 accelerator and DMA only)."""
 
@@ -16,7 +16,7 @@ import numpy as np
 from .registers import MEASURED_REGS
 
 MEASURED = "measured (RTL twin)"
-MODELLED = "modelled (manifest cycles_model; the HLS engine has no cycle counter)"
+MODELLED = "modelled (manifest cycles_model_hls; the HLS engine has no cycle counter)"
 
 
 @dataclass

@@ -256,6 +256,9 @@ def test_throughput_figures(tiny):
     assert info["fps_at_100MHz_from_cycles_last"] is None and info["fps_at_100MHz"] == pytest.approx(
         1e8 / tiny.cycles_model["cycles"])
     assert "modelled" in info["throughput"]["accelerator_only_from"]
+    # the HLS engine's figures come from its own cycle model (spec.cycles_hls), the RTL twin's from spec.cycles
+    assert tiny.cycles_model_for("hls") == tiny.manifest["cycles_model_hls"] != tiny.cycles_model
+    assert tiny.cycles_model_for("rtl") == tiny.cycles_model
     rtl = driver_info(dict(steps, cycles_last=[900], dram_rd_bytes=[256], dram_wr_bytes=[0], engine="rtl"), 100e6,
                       1024, 40, simulated=True, model=tiny.cycles_model)
     assert rtl["cycles_per_frame"] == 900 and rtl["cycles_from"] == "measured (RTL twin), RTL simulation"
