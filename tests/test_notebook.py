@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from zynqflow.export import fixtures as exports
+from zynqflow.bench.notebook import reference_export
 from zynqflow.host import Accelerator
 from zynqflow.host.manifest import REPO, Export
 from zynqflow.spec.golden import golden_logits
@@ -34,12 +34,8 @@ N_IMAGES, N_STREAM = 3, 4
 
 
 def _export() -> Export:
-    if exports.REFERENCE_CKPT.exists():
-        try:
-            return Export(exports.checkpoint_export(exports.REFERENCE_CKPT, frames=8)[0])
-        except ImportError:          # no torch to export it: the random network
-            pass
-    return Export(exports.random_export("zynqnet-tiny", seed=0, vectors=16))
+    """The export the notebook runs on (the committed reference, else a random zynqnet-tiny)."""
+    return reference_export()
 
 
 def _json_outputs(nb) -> list[dict]:
