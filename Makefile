@@ -140,7 +140,7 @@ rtl-sim: export
 	RTL=$(RTL) $(PY) -m pytest -q tests/test_rtl_zq_top.py
 	$(PY) -m zynqflow.bench.rtl_perf $(EXPORT) --frames $(RTL_FRAMES) --memory $(MEMORY) $(if $(filter hls,$(RTL)),--rtl hls,)
 
-# The RTL twin at full speed: a free-running Verilator harness (sim/harness/, zynqflow.sim.rtl_fast),
+# The RTL twin at full speed: a free-running Verilator harness (sim/harness/, zynqflow.sim.harness.rtl_fast),
 # one simulator per core, every frame checked against the golden model. FRAMES given on the command
 # line limits the images (default: the whole test set); BACKPRESSURE=1 adds random stalls on both
 # streams (probability 0.3 per cycle; or BACKPRESSURE=<p>) -> build/<net>/rtl_bench_backpressure.json.

@@ -201,7 +201,7 @@ def bench_memory(out: Path, workers: int | None = None) -> dict:
     from dataclasses import asdict
 
     from zynqflow.export.exporter import load_plan
-    from zynqflow.sim import rtl_fast as rf
+    from zynqflow.sim.harness import rtl_fast as rf
     from zynqflow.spec import engine as E
     from zynqflow.spec.cycles import RTL_TIMING, predict
 

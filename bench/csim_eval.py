@@ -5,7 +5,7 @@
 
 builds and runs the C testbench (``hls/tb/tb_zq_top.cpp``) on the export's
 vectors, then runs ``--frames`` test-set frames through the C simulation
-(:class:`zynqflow.sim.csim.CSim`) and the numpy golden model and writes
+(:class:`zynqflow.sim.csim.runner.CSim`) and the numpy golden model and writes
 ``csim.json`` (frames, top1, mismatches_vs_golden, golden_top1, seconds, fps,
 network_id, testbench_rc, the registers after the run, and ``hls_model``: the HLS engine's
 frame time on the FPGA as ``zynqflow.spec.cycles_hls`` models it under the pynq-z2 memory
@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from zynqflow.sim.csim import REG_NAMES, CSim, CSimError, _export_dir, run_testbench
+from zynqflow.sim.csim.runner import REG_NAMES, CSim, CSimError, _export_dir, run_testbench
 
 
 def _checkpoint_info(ckpt: Path) -> dict:
@@ -67,7 +67,7 @@ def main(argv=None) -> int:
                                                 "<export>/../<dataset>/csim.json)")
     p.add_argument("--skip-tb", action="store_true", help="do not build and run the C testbench")
     p.add_argument("--mode", default="lockstep", choices=("lockstep", "threads", "sequential"),
-                   help="the C simulation's scheduler (default lockstep; see zynqflow.sim.csim)")
+                   help="the C simulation's scheduler (default lockstep; see zynqflow.sim.csim.runner)")
     a = p.parse_args(argv)
 
     from zynqflow.model.data import DatasetError, dataset_tag, load_for_manifest

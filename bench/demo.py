@@ -86,7 +86,7 @@ def main(argv=None) -> int:
     gold_top1 = float((gold.argmax(1) == test.labels).mean())
     rows = [("float (BN folded)", n, float_top1, "-"), ("fixed point, golden", n, gold_top1, "-")]
     try:
-        from zynqflow.sim.csim import CSim
+        from zynqflow.sim.csim.runner import CSim
         k = min(a.frames, n)
         t0 = time.time()
         cs = CSim(export_dir).run(test.hwc()[:k])
@@ -151,7 +151,7 @@ def full_zynqnet() -> bool:
     gold = golden_logits(QNet.load_npz(ex / "integers.npz"), frame)
     t_gold = time.time() - t0
     try:
-        from zynqflow.sim.csim import CSim
+        from zynqflow.sim.csim.runner import CSim
         t0 = time.time()
         cs = CSim(ex).run(frame)
         note = f"C-sim {'bit-exact with' if np.array_equal(cs, gold) else 'DIFFERENT from'} golden " \

@@ -460,12 +460,12 @@ def _fps(fn, n: int, min_seconds: float = 0.5):
 
 
 def _our_csim(qnet: QNet, frames: np.ndarray, export_dir: str | Path | None, gold: np.ndarray):
-    """(fps or None, reason or None, agrees or None) of zynqflow.sim.csim.CSim."""
+    """(fps or None, reason or None, agrees or None) of zynqflow.sim.csim.runner.CSim."""
     tmp = None
     try:
-        from zynqflow.sim.csim import CSim  # being written concurrently: import lazily
+        from zynqflow.sim.csim.runner import CSim  # being written concurrently: import lazily
     except Exception as e:  # noqa: BLE001
-        return None, f"zynqflow.sim.csim unavailable: {type(e).__name__}: {e}", None
+        return None, f"zynqflow.sim.csim.runner unavailable: {type(e).__name__}: {e}", None
     try:
         if export_dir is None:
             from zynqflow.export.exporter import export

@@ -40,7 +40,7 @@ def run(notebook: Path = NOTEBOOK, out: Path | None = None, export=None, images:
     import nbclient
     import nbformat
 
-    from zynqflow.sim.rtl_sim import SimBuild
+    from zynqflow.sim.rtl.runner import SimBuild
 
     ex = export or reference_export()
     SimBuild(ex.dir).build()

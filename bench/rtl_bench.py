@@ -4,7 +4,7 @@
         [--memory pynq-z2|ideal|stress] [--seeds N]
 
 Builds (cached) the fast Verilator model of ``rtl/`` for the export
-(:mod:`zynqflow.sim.rtl_fast`, with a memory preset of the engine specification,
+(:mod:`zynqflow.sim.harness.rtl_fast`, with a memory preset of the engine specification,
 ``pynq-z2`` by default, behind m_axi_wts / m_axi_act), runs the dataset's test images
 (seeded random frames for an export of random weights) through one
 simulator per core and checks every frame against the golden model
@@ -59,7 +59,7 @@ from pathlib import Path
 import numpy as np
 
 from zynqflow.bench.rtl_perf import network_macs
-from zynqflow.sim.rtl_fast import (CLOCK_HZ, MAXI_PORTS, FastBuild, LogitMismatch, RtlFastError, SimSpec,
+from zynqflow.sim.harness.rtl_fast import (CLOCK_HZ, MAXI_PORTS, FastBuild, LogitMismatch, RtlFastError, SimSpec,
                                    compare_logits, cycle_budget, golden, memory_model, memory_name, run_seeds,
                                    run_sharded)
 from zynqflow.spec.cycles import RTL_TIMING
@@ -270,7 +270,7 @@ def measure(export_dir: Path, frames: int = 0, data: str | None = None, data_dir
         per_core = sorted(res.sim_cycles_per_second_per_core.values(), reverse=True)
         sim_cycles, wall_sim, n_workers = res.sim_cycles, res.wall_s, len(res.workers)
     r = dict(
-        network=net, export=str(export_dir), rtl="rtl", simulator="free-running Verilator harness (zynqflow.sim.rtl_fast)",
+        network=net, export=str(export_dir), rtl="rtl", simulator="free-running Verilator harness (zynqflow.sim.harness.rtl_fast)",
         memory_preset=memory_name(memory), data=dname, frames=len(x), mismatches_vs_golden=int(bad.sum()),
         first_mismatch=first,
         top1=float((res.logits.argmax(1) == labels).mean()) if n_good and labels is not None and not by_seed

@@ -47,7 +47,7 @@ def measure(export_dir: Path, frames: int = 2, data: str | None = None, data_dir
 
 
 def _measure_hls(export_dir: Path, frames: int, out: Path, seed: int) -> dict:
-    from zynqflow.sim.rtl_sim import SimBuild
+    from zynqflow.sim.rtl.runner import SimBuild
 
     man = json.loads((export_dir / "manifest.json").read_text())
     build = SimBuild(export_dir, "hls")

@@ -36,7 +36,7 @@ import sys
 import time
 from pathlib import Path
 
-from zynqflow.sim.rtl_sim import RTL_DIR, RTL_SOURCES, net_name
+from zynqflow.sim.rtl.runner import RTL_DIR, RTL_SOURCES, net_name
 from zynqflow.spec.paths import REPO
 
 XC7Z020 = dict(lut=53200, ff=106400, bram36=140, dsp=220)

@@ -1,5 +1,5 @@
 // C-simulation library: zq_top behind an extern "C" API for Python (ctypes,
-// zynqflow.sim.csim). Built together with zq_top.cpp:
+// zynqflow.sim.csim.runner). Built together with zq_top.cpp:
 //   g++ -O2 -std=c++14 -shared -fPIC -I<export_dir> -I<hls> -isystem <ap_types> zq_top.cpp csim_lib.cpp
 //
 // The library holds a simulated DDR (64-bit words): the weight image from the

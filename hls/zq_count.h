@@ -5,7 +5,7 @@
 //
 // A loop counts its entries and iterations; the core also counts its issues and the
 // iterations it waited, by cause. Every counter has one writer (the process it belongs to),
-// so the threads of the C simulation never share one. The order is COUNTERS in sim/csim.py.
+// so the threads of the C simulation never share one. The order is COUNTERS in sim/csim/runner.py.
 #ifndef ZQ_COUNT_H
 #define ZQ_COUNT_H
 

@@ -2,7 +2,7 @@
 //
 // Build: the export directory (net_params.h) and hls/ on the include path,
 // e.g.  g++ -O2 -std=c++14 -I build/<net>/export -I hls -isystem <ap_types> ...
-// (sim/csim.py and hls/scripts/run_hls.tcl do this; the C simulation also compiles
+// (sim/csim/runner.py and hls/scripts/run_hls.tcl do this; the C simulation also compiles
 // hls/csim/zq_csim.cpp).
 #include "net_params.h"
 

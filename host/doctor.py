@@ -14,7 +14,7 @@ the fix. It stops at the first failure (what is above it cannot be judged yet).
 ====  =====================  ==============================================================
 
 On the board the objects are pynq's; ``zynqflow doctor --backend rtl`` runs the same checks
-against the RTL simulation (:mod:`zynqflow.sim.tb_host`, the PYNQ shim).
+against the RTL simulation (:mod:`zynqflow.sim.rtl.tb_host`, the PYNQ shim).
 """
 
 from __future__ import annotations

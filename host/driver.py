@@ -18,7 +18,7 @@ It only uses the PYNQ API: ``overlay.ip_dict`` and ``getattr(overlay, name)`` to
 ``allocate(shape, dtype)`` buffers (``physical_address``, ``flush()``, ``invalidate()``,
 ``freebuffer()``), ``pynq.Interrupt`` objects (asyncio methods), and a clock. On the board these
 are ``pynq.Overlay``, ``pynq.allocate`` and ``time.monotonic`` (:func:`zynqflow.host.board.open_board`);
-in simulation :mod:`zynqflow.sim.sim_shim` (the RTL twin under cocotb) or :mod:`zynqflow.sim.hls_host`
+in simulation :mod:`zynqflow.sim.world.pynq_shim` (the RTL twin under cocotb) or :mod:`zynqflow.sim.csim.hls_host`
 (the HLS C-sim engine behind a UG1399 ``ap_ctrl_hs`` register block).
 
 Opening (:class:`ZqDriver`), in this order, so that nothing is touched before it is known good:

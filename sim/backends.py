@@ -21,11 +21,11 @@ class CSimBackend(_CpuBackend):
     def __init__(self, export: Export, native: bool = True, out_dir=None):
         super().__init__(export)
         export.require("csim")
-        from .csim import CSim, CSimError
+        from zynqflow.sim.csim.runner import CSim, CSimError
 
         self._err = CSimError
         if out_dir is None:
-            # build/<net>/export -> build/<net>/csim (as zynqflow.sim.csim does); other export
+            # build/<net>/export -> build/<net>/csim (as zynqflow.sim.csim.runner does); other export
             # directories side by side get one build directory each instead of sharing one
             d = export.dir
             out_dir = d.parent / ("csim" if d.name == "export" else f"csim-{d.name}")
@@ -46,7 +46,7 @@ class RtlBackend(Backend):
 
     ``fclk_mhz``: the PL clock to set (as on the board: the Zynq divisors, checked against
     ``timing``, a bitstream's ``.json``, when given); ``retries``: the driver's recoveries per
-    call; ``faults``: DMA faults to inject (:mod:`zynqflow.sim.sim_shim`; also from the
+    call; ``faults``: DMA faults to inject (:mod:`zynqflow.sim.world.pynq_shim`; also from the
     environment variable ``ZQ_SIM_FAULTS``, JSON, so that the CLI can be tried against them)."""
 
     name = "rtl"
@@ -75,7 +75,7 @@ class RtlBackend(Backend):
         return f"simulated time, RTL simulation at {mhz:g} MHz: accelerator only (host time not included)"
 
     def _job(self, op, frames):
-        from .rtl_host import run_job
+        from zynqflow.sim.rtl.host_job import run_job
 
         res = run_job(self.export, [(op, frames)], **self.opts)
         self.last = res
@@ -97,7 +97,7 @@ class RtlBackend(Backend):
 
     def doctor(self) -> list[dict]:
         """``zynqflow doctor``'s checks (:mod:`zynqflow.host.doctor`) against the simulated design."""
-        from .rtl_host import run_job
+        from zynqflow.sim.rtl.host_job import run_job
 
         res = run_job(self.export, [("doctor", None)], **self.opts)
         self.last = res

@@ -32,7 +32,7 @@ stretched until it does not).
     p["frame"]["cycles"], p["frame"]["fps"], p["layers"][i]["cycles"], p["layers"][i]["bound"]
 
 The constants (:class:`HlsTiming`) of Vitis's schedule are estimates (Vitis is not run here).
-:data:`CSIM` is the timing of the C simulation's lockstep mode (``zynqflow.sim.csim``, mode
+:data:`CSIM` is the timing of the C simulation's lockstep mode (``zynqflow.sim.csim.runner``, mode
 ``lockstep``: one loop iteration per process and cycle, FIFOs of one cycle's latency, no pipeline
 depths), in which the C simulation counts each layer region's cycles and each process's
 iterations and stalls; ``predict_hls(plan, memory="csim", timing=CSIM)`` predicts those, and the
@@ -51,7 +51,7 @@ from . import engine as E
 from .cycles import _need_rows, _Released, _released_rows, port_rates
 from .cycles import memory_of as _rtl_memory_of
 
-# hls/zq_count.h's enum Counter, in order (sim/csim.py reads the C simulation's counts by these)
+# hls/zq_count.h's enum Counter, in order (sim/csim/runner.py reads the C simulation's counts by these)
 COUNTERS = ("header", "wload", "raw", "scan", "stem_write", "rest", "drain", "out", "fill", "core", "bias", "mac",
             "wait_rows", "wait_weights", "tail", "w_beats", "units", "port_busy", "results", "ddr_write", "logits",
             "span")

@@ -71,7 +71,7 @@ def verilog_literal(text: str) -> tuple[int, int | None]:
 
 def parse_hdl(top: str, files: list[Path], include_dirs: list[Path], workdir: Path) -> Hdl:
     """``top``'s ports and parameters after elaboration (``.v`` files read as Verilog-2001)."""
-    from zynqflow.sim.rtl_fast import verilator_env
+    from zynqflow.sim.harness.rtl_fast import verilator_env
 
     exe, env = verilator_env()
     workdir.mkdir(parents=True, exist_ok=True)
@@ -118,7 +118,7 @@ def parse_hdl(top: str, files: list[Path], include_dirs: list[Path], workdir: Pa
 
 
 def rtl_files(wrapper: Path | None = None) -> list[Path]:
-    from zynqflow.sim.rtl_sim import RTL_DIR, RTL_SOURCES
+    from zynqflow.sim.rtl.runner import RTL_DIR, RTL_SOURCES
     return [RTL_DIR / s for s in RTL_SOURCES] + ([wrapper] if wrapper else [])
 
 

@@ -340,7 +340,7 @@ def test_wrapper_is_plain_verilog_and_passes_zq_top_through(tiny, hdl, tmp_path)
     core, wrapper = hdl
     assert C.check_pass_through(wrapper, core) == []
     assert len(wrapper.ports) == len(core.ports) > 100 and wrapper.params.keys() == core.params.keys()
-    from zynqflow.sim.rtl_fast import verilator_env
+    from zynqflow.sim.harness.rtl_fast import verilator_env
 
     exe, env = verilator_env()
     p = subprocess.run([exe, "--lint-only", "-Wall", "-Wno-UNUSEDSIGNAL", "-Wno-SYMRSVDWORD", "-Wno-PINCONNECTEMPTY",

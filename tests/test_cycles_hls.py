@@ -125,7 +125,7 @@ def test_spec_stays_torch_free_and_below_export():
 
 def test_stream_depths_match_the_code():
     """The FIFO depths and guards the model uses are the ones hls/zq_types.h declares."""
-    from zynqflow.sim.csim import HLS_DIR
+    from zynqflow.sim.csim.runner import HLS_DIR
     from zynqflow.spec import cycles_hls
 
     text = (HLS_DIR / "zq_types.h").read_text()
@@ -184,7 +184,7 @@ def test_overlap_model_matches_lockstep_csim(which):
     its image) and the frames after it (stem rows from 1, 3 and 12 input channels, one or two units per
     stem pixel, DDR fills and writes, the weight ring and the weight cache)."""
     from zynqflow.export.exporter import load_plan
-    from zynqflow.sim import csim
+    from zynqflow.sim.csim import runner as csim
     from zynqflow.spec.qnet import QNet
 
     d = _export(which)

@@ -32,7 +32,7 @@ from zynqflow.export.plan import plan_layout
 from zynqflow.export.resources import estimate
 from zynqflow.spec.cycles import predict
 from zynqflow.model.net import ZynqNet, qnet_from_model
-from zynqflow.sim.rtl_sim import SimBuild
+from zynqflow.sim.rtl.runner import SimBuild
 from zynqflow.spec.paths import REPO
 from zynqflow.spec.topology import NetConfig, get_config
 

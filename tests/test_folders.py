@@ -238,7 +238,7 @@ def test_folder_flow_mini_export_csim(tmp_path, shapes):
     from zynqflow.export.exporter import main as export_main
     from zynqflow.host.manifest import Export
     from zynqflow.model.train import TrainConfig, run
-    from zynqflow.sim.csim import CSim
+    from zynqflow.sim.csim.runner import CSim
     from zynqflow.spec.golden import golden_logits
 
     run(TrainConfig(net="zynqnet-tiny", data=str(shapes), epochs=1, qat_epochs=1, batch_size=16, threads=1,
@@ -261,7 +261,7 @@ def test_zynqnet_full_resolution_from_a_folder(tmp_path):
     from zynqflow.export.exporter import main as export_main
     from zynqflow.host.manifest import Export
     from zynqflow.model.train import TrainConfig, run
-    from zynqflow.sim.csim import CSim
+    from zynqflow.sim.csim.runner import CSim
     from zynqflow.spec.golden import golden_logits
 
     d = F.shapes_folder(tmp_path / "big", per_class=2, test_per_class=1, size=(300, 340), classes=SHAPES3)

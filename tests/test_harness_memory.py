@@ -1,4 +1,4 @@
-"""The memory presets on the free-running harness (sim/harness/axi_mem.h, zynqflow.sim.rtl_fast).
+"""The memory presets on the free-running harness (sim/harness/axi_mem.h, zynqflow.sim.harness.rtl_fast).
 
 * Every C++ protocol checker fires, with the cycle and the channel, on the broken master
   (sim/harness/zq_maxi_echo.sv with its FAULT register), and stays silent on the correct one
@@ -22,7 +22,7 @@ import pytest
 
 from zynqflow.export import fixtures as exports
 from zynqflow.export.exporter import load_plan
-from zynqflow.sim import rtl_fast as rf
+from zynqflow.sim.harness import rtl_fast as rf
 from zynqflow.spec import engine as E
 from zynqflow.spec.cycles import RTL_TIMING, predict
 

@@ -36,7 +36,7 @@ import numpy as np
 import pytest
 
 from zynqflow.export import fixtures
-from zynqflow.sim import csim
+from zynqflow.sim.csim import runner as csim
 from zynqflow.spec import engine as E
 from zynqflow.spec.golden import golden_logits
 from zynqflow.spec.qnet import QNet

@@ -530,7 +530,7 @@ def test_engine_build_differs_from_the_manifest(tiny):
                                              rf"version {sv}"):
         drv.check_network_id()
     # the .hwh lists the HLS engine's registers, engine_info says the RTL twin: the RTL map
-    from zynqflow.sim.sim_shim import vitis_hwh_registers
+    from zynqflow.sim.world.pynq_shim import vitis_hwh_registers
 
     drv, _ = _driver(ex, FakeMMIO(ex, ex.network_id), registers=vitis_hwh_registers(E.offsets("hls")))
     assert drv.engine == "hls" and drv.engine_from == "the .hwh" and drv.regs.read_optional("cycles_last") is None

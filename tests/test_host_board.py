@@ -1,5 +1,5 @@
 """What only a PYNQ-Z2 would show, checked here through the PYNQ shim made to behave as the
-hardware does (zynqflow.sim.sim_shim: pynq's own DMA channel driver on a PG021 register
+hardware does (zynqflow.sim.world.pynq_shim: pynq's own DMA channel driver on a PG021 register
 model of the AXI DMA, the RTL of the engine under Verilator):
 
 * register offsets (the engine specification's) compared with the ``.hwh`` on open;
@@ -36,8 +36,8 @@ from zynqflow.spec import engine as E
 from zynqflow.spec.golden import golden_logits
 
 try:
-    from zynqflow.sim.rtl_host import run_job
-    from zynqflow.sim.sim_shim import vitis_hwh_registers, zynq_fclk
+    from zynqflow.sim.rtl.host_job import run_job
+    from zynqflow.sim.world.pynq_shim import vitis_hwh_registers, zynq_fclk
 except ImportError as e:  # pragma: no cover
     pytest.skip(f"zynqflow.sim unavailable: {e}", allow_module_level=True)
 
@@ -129,7 +129,7 @@ def test_dma_without_recovery_is_as_harsh_as_the_board(tiny, frames, pynq_dma, k
     first, second = (s["error"] for s in res["steps"])
     have_pynq = importlib.util.find_spec("pynq") is not None
     assert res["dma"]["channel_class"] == ("pynq.lib.dma._SDMAChannel" if pynq_dma and have_pynq else
-                                           "zynqflow.sim.sim_shim.SimDMAChannel")
+                                           "zynqflow.sim.world.pynq_shim.SimDMAChannel")
     assert res["registers_checked"] == {}              # no register information: not compared
     if kind == "stall":
         assert first["type"] == "AcceleratorTimeout" and "S2MM (output) transfer of frame 1" in first["message"]

@@ -177,7 +177,7 @@ def test_import_hook(monkeypatch, capsys):
 
 # ---- through the shim (the RTL under Verilator) ---------------------------------------------------
 try:
-    from zynqflow.sim.rtl_host import run_job
+    from zynqflow.sim.rtl.host_job import run_job
     from test_host_rtl import tiny, tiny_frames  # noqa: F401 - the built zynqnet-tiny export and its frames
     HAVE_SIM = True
 except Exception:  # noqa: BLE001 - no simulator here: the shim tests skip
@@ -232,7 +232,7 @@ def test_dma_error_wakes_the_asyncio_wait(tiny, tiny_frames):
     """8. pynq enables only the completion interrupt: an S2MM error raises no interrupt, and an
     asyncio wait would sit until its timeout (1 s on the board; here the shim's wait gives up after
     IRQ_WAIT_CYCLES and counts it). The driver enables Err_IrqEn: the error wakes the wait at once."""
-    from zynqflow.sim.sim_shim import IRQ_WAIT_CYCLES
+    from zynqflow.sim.world.pynq_shim import IRQ_WAIT_CYCLES
 
     f = tiny_frames
     res = run_job(tiny, [("stream_async", f[:8])], sim=dict(faults=[dict(channel="s2mm", transfer=3, kind="slave")]),

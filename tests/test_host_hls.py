@@ -38,15 +38,15 @@ def frames(tiny) -> np.ndarray:
 
 
 def _open(tiny, tmp_path, **kw):
-    from zynqflow.sim.hls_host import open_hls
+    from zynqflow.sim.csim.hls_host import open_hls
 
     return open_hls(tiny, tmp_path / "zq_hls.hwh", **kw)
 
 
 # ---- the control block alone (UG1399) ------------------------------------------------------------
 def test_vitis_control_block_behaviour():
-    from zynqflow.sim.vitis_ctrl import AP_DONE, AP_IDLE, AP_READY, AP_START, AUTO_RESTART, VitisControl
-    from zynqflow.sim.vitis_hwh import hls_control_registers
+    from zynqflow.sim.world.vitis_ctrl import AP_DONE, AP_IDLE, AP_READY, AP_START, AUTO_RESTART, VitisControl
+    from zynqflow.sim.world.vitis_hwh import hls_control_registers
 
     regs = {r["name"]: dict(address_offset=r["offset"]) for r in hls_control_registers()}
     c = VitisControl(regs)
@@ -84,7 +84,7 @@ def test_hwh_written_the_vitis_way(tiny, tmp_path):
     """The .hwh: the registers from the HLS pragmas (CTRL, GIER, IP_IER, IP_ISR, wts_1/wts_2, act_1/act_2,
     outputs with <name>_ctrl), read back as pynq does; the driver's spec map matches every register."""
     from zynqflow.host.registers import RegMap, check_register_offsets
-    from zynqflow.sim.vitis_hwh import hls_control_registers, read_hwh, write_hwh
+    from zynqflow.sim.world.vitis_hwh import hls_control_registers, read_hwh, write_hwh
 
     ip = read_hwh(write_hwh(tmp_path / "x.hwh", hls_control_registers()))
     regs = ip["zq_top_0"]["registers"]
@@ -122,8 +122,8 @@ def test_hls_network_id_mismatch(tiny, frames, tmp_path):
 
     other = tmp_path / "other"
     m = _other_network(tiny, other)
-    from zynqflow.sim.csim import CSim
-    from zynqflow.sim.hls_host import HlsOverlay
+    from zynqflow.sim.csim.runner import CSim
+    from zynqflow.sim.csim.hls_host import HlsOverlay
     from zynqflow.host.board import open_driver
 
     ol = HlsOverlay(Export(other), tmp_path / "x.hwh", csim=CSim(tiny.dir))     # the bitstream holds tiny
@@ -179,7 +179,7 @@ def _on_engine(engine: str, ex: Export, steps, faults=(), driver_export=None) ->
     and the recoveries."""
     if engine == "rtl":
         from test_host_rtl import _built
-        from zynqflow.sim.rtl_host import run_job
+        from zynqflow.sim.rtl.host_job import run_job
 
         _built(ex.dir)
         try:
@@ -192,8 +192,8 @@ def _on_engine(engine: str, ex: Export, steps, faults=(), driver_export=None) ->
         return [dict(logits=s.get("logits"), error=(s["error"] or {}).get("type"),
                      recoveries=[r["reason"].split(":")[0] for r in s.get("recoveries", [])]) for s in res["steps"]]
     from zynqflow.host.board import open_driver
-    from zynqflow.sim.csim import CSim
-    from zynqflow.sim.hls_host import HlsOverlay
+    from zynqflow.sim.csim.runner import CSim
+    from zynqflow.sim.csim.hls_host import HlsOverlay
 
     drv_ex = Export(driver_export) if driver_export is not None else ex
     # the HLS engine's network-ID check sends its one-beat probe first: the faults move by one transfer

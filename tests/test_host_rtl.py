@@ -1,11 +1,11 @@
 """End to end through the rtl backend: the board driver (zynqflow.host.driver)
-+ the PYNQ shim (zynqflow.sim.sim_shim, cocotbext-axi) + the Verilator RTL, with
-the DDR model (zynqflow.sim.ddr_model) behind the engine's AXI4 masters and
++ the PYNQ shim (zynqflow.sim.world.pynq_shim, cocotbext-axi) + the Verilator RTL, with
+the DDR model (zynqflow.sim.world.ddr) behind the engine's AXI4 masters and
 the shim's allocate() buffers in it.
 
 Every run must give exactly the golden model's logits, in input order, one
 result per frame (frames_done, DMA transfer counts, no extra output).
-Simulators are the ones zynqflow.sim.rtl_sim builds (cached under build/sim/).
+Simulators are the ones zynqflow.sim.rtl.runner builds (cached under build/sim/).
 Exports: zynqnet-tiny (weights cached on chip), zynqnet-mini with streamed
 weights, and one frame of the 64 x 64 zynqnet with tensors in DDR. The
 Fashion-MNIST run needs the reference checkpoint and skips without it.
@@ -25,14 +25,14 @@ import pytest
 from zynqflow.host import Accelerator, EngineStatusError, NetworkIdMismatch
 from zynqflow.host.manifest import Export
 from zynqflow.spec import engine as E
-from zynqflow.sim.rtl_host import run_job
+from zynqflow.sim.rtl.host_job import run_job
 from zynqflow.spec.golden import golden_logits
 from zynqflow.export import fixtures as exports
 
 try:
-    from zynqflow.sim.rtl_sim import RtlUnavailable, SimBuild
+    from zynqflow.sim.rtl.runner import RtlUnavailable, SimBuild
 except ImportError as e:  # pragma: no cover
-    pytest.skip(f"zynqflow.sim.rtl_sim unavailable: {e}", allow_module_level=True)
+    pytest.skip(f"zynqflow.sim.rtl.runner unavailable: {e}", allow_module_level=True)
 
 N = 32
 N_REF = 8          # reference Fashion-MNIST frames (zynqnet-mini: about 2 s of simulation each)

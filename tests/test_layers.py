@@ -60,7 +60,7 @@ def _zynqflow_imports(path: Path) -> set[str]:
 @pytest.mark.parametrize("pkg", sorted(FORBIDDEN))
 def test_imports_run_one_way(pkg):
     bad = []
-    for f in sorted((REPO / pkg).glob("*.py")):
+    for f in sorted((REPO / pkg).rglob("*.py")):
         hit = _zynqflow_imports(f) & FORBIDDEN[pkg]
         if hit:
             bad.append(f"{f.relative_to(REPO)} imports zynqflow.{', zynqflow.'.join(sorted(hit))}")
@@ -74,13 +74,49 @@ MODEL_MAY_IMPORT_FROM_HOST = {"zynqflow.host.preprocess", "zynqflow.host.errors"
 
 def test_model_imports_only_the_host_preprocessing():
     bad = []
-    for f in sorted((REPO / "model").glob("*.py")):
+    for f in sorted((REPO / "model").rglob("*.py")):
         for node in ast.walk(ast.parse(f.read_text(), str(f))):
             mods = ([node.module] if isinstance(node, ast.ImportFrom) and node.module else
                     [a.name for a in node.names] if isinstance(node, ast.Import) else [])
             bad += [f"{f.relative_to(REPO)} imports {m}" for m in mods
                     if (m == "zynqflow.host" or m.startswith("zynqflow.host.")) and m not in MODEL_MAY_IMPORT_FROM_HOST]
     assert not bad, "; ".join(bad)
+
+
+# sim/'s rooms (sim/__init__.py): the models of the outside world (world/) need spec only and no other
+# room, so that each can be checked against its vendor document alone; the RTL testbenches (rtl/), the
+# free-running harness (harness/, which builds the RTL sources rtl/runner.py lists) and the C-sim backend
+# (csim/) may use world/ but not one another
+SIM_ROOMS = {"world": set(), "rtl": {"world"}, "harness": {"world", "rtl"}, "csim": {"world"}}
+
+
+def _sim_rooms_imported(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(), str(path))
+    mods = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            mods.add(node.module)
+        elif isinstance(node, ast.Import):
+            mods.update(a.name for a in node.names)
+    return {m.split(".")[2] for m in mods if m.startswith("zynqflow.sim.") and m.split(".")[2] in SIM_ROOMS}
+
+
+def test_sim_rooms_import_one_way():
+    top = sorted(f.name for f in (REPO / "sim").glob("*.py"))
+    assert top == ["__init__.py", "backends.py", "engine_model.py"], f"sim/ keeps its files in rooms: {top}"
+    bad = []
+    for room, may in SIM_ROOMS.items():
+        assert (REPO / "sim" / room / "__init__.py").is_file(), f"sim/{room}/ is not a package"
+        for f in sorted((REPO / "sim" / room).rglob("*.py")):
+            hit = _sim_rooms_imported(f) - may - {room}
+            if hit:
+                bad.append(f"{f.relative_to(REPO)} imports zynqflow.sim.{', zynqflow.sim.'.join(sorted(hit))}")
+    assert not bad, "; ".join(bad)
+    for f in sorted((REPO / "sim" / "world").glob("*.py")):
+        if f.name != "__init__.py":
+            head = f.read_text()[:400]
+            assert any(doc in head for doc in ("UG585", "PG021", "UG1399", "pynq 3")), \
+                f"{f.relative_to(REPO)} does not open with the vendor document it follows"
 
 
 TOP_FLOORS = ("bench", "dse")   # bottom to top: a floor may import the floors below it
@@ -90,7 +126,7 @@ TOP_FLOORS = ("bench", "dse")   # bottom to top: a floor may import the floors b
 def test_nothing_imports_the_top_floors(top):
     above = TOP_FLOORS[TOP_FLOORS.index(top):]
     bad = [str(f.relative_to(REPO)) for pkg in ("spec", "model", "export", "sim", "host") + TOP_FLOORS
-           if pkg not in above for f in (REPO / pkg).glob("*.py") if top in _zynqflow_imports(f)]
+           if pkg not in above for f in (REPO / pkg).rglob("*.py") if top in _zynqflow_imports(f)]
     assert not bad, f"only {', '.join(f'{p}/' for p in above)} may import {top}/: {bad}"
 
 

@@ -25,7 +25,7 @@ nbformat = pytest.importorskip("nbformat")
 nbclient = pytest.importorskip("nbclient")
 pytest.importorskip("ipykernel")
 try:
-    from zynqflow.sim.rtl_sim import RtlUnavailable, SimBuild
+    from zynqflow.sim.rtl.runner import RtlUnavailable, SimBuild
 except ImportError as e:  # pragma: no cover
     pytest.skip(f"zynqflow.sim unavailable: {e}", allow_module_level=True)
 

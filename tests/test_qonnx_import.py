@@ -34,7 +34,7 @@ def test_import_is_bit_exact_through_the_flow(good, tmp_path):
     from zynqflow.bench.rtl_bench import measure
     from zynqflow.export.exporter import main as export_main
     from zynqflow.host.manifest import Export
-    from zynqflow.sim.csim import CSim
+    from zynqflow.sim.csim.runner import CSim
     from zynqflow.spec.golden import golden_logits
 
     out = tmp_path / "imported"

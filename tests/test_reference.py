@@ -52,7 +52,7 @@ def test_reference_golden_equals_torch_integer_path(ref):
 
 
 def test_reference_csim_equals_golden(ref, tmp_path_factory):
-    from zynqflow.sim.csim import CSim
+    from zynqflow.sim.csim.runner import CSim
     _, ds, q = ref
     out = tmp_path_factory.mktemp("ref") / "export"
     export(q, out, ds.test.hwc()[:8])

@@ -1,4 +1,4 @@
-"""The free-running RTL harness (zynqflow.sim.rtl_fast, sim/harness/): real images, protocol,
+"""The free-running RTL harness (zynqflow.sim.harness.rtl_fast, sim/harness/): real images, protocol,
 failure detection, the AXI4 memory model, and the rtl-fast backend.
 
 The reference zynqnet-mini checkpoint's first 1 000 Fashion-MNIST test images go
@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 from zynqflow.export import fixtures as exports
-from zynqflow.sim import rtl_fast as rf
+from zynqflow.sim.harness import rtl_fast as rf
 from zynqflow.export.exporter import load_plan
 from zynqflow.spec import engine as E
 from zynqflow.spec.cycles import RTL_TIMING, predict
@@ -248,7 +248,7 @@ def echo(ref):
     once: one builds, the other waits on the lock file and takes the same library."""
     b = rf.FastBuild(ref["ex"], sources=[rf.HARNESS_DIR / "zq_maxi_echo.sv"], top="zq_maxi_echo", maxi=True,
                      rom_files=[], tag="maxi-echo")
-    code = (f"from zynqflow.sim import rtl_fast as rf\n"
+    code = (f"from zynqflow.sim.harness import rtl_fast as rf\n"
             f"b = rf.FastBuild({str(ref['ex'])!r}, sources=[rf.HARNESS_DIR / 'zq_maxi_echo.sv'], "
             f"top='zq_maxi_echo', maxi=True, rom_files=[], tag='maxi-echo')\n"
             f"print(b.build())")

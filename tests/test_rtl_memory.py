@@ -1,5 +1,5 @@
 """The RTL twin against a realistic and a hostile DDR (issue 16): the memory presets of
-spec.engine.MemoryModel on the cocotb path (sim/ddr_model.py), the bugs they found, each held by
+spec.engine.MemoryModel on the cocotb path (sim/world/ddr.py), the bugs they found, each held by
 a test that fails on the RTL before its fix, and the proof that the memory's protocol checkers
 fire (the broken master, sim/harness/zq_maxi_echo.sv).
 
@@ -18,7 +18,7 @@ import json
 import pytest
 
 from zynqflow.export import fixtures as exports
-from zynqflow.sim.rtl_sim import RtlUnavailable, SimBuild, rtl_kind
+from zynqflow.sim.rtl.runner import RtlUnavailable, SimBuild, rtl_kind
 
 KIND = rtl_kind()
 pytestmark = pytest.mark.skipif(KIND != "rtl", reason="the memory scenarios watch the RTL twin's internal signals")
@@ -114,7 +114,7 @@ def test_checkers_fire_on_the_broken_master():
     gets exactly its check's message, naming the cycle, the port and the channel. The correct echo
     passes every check, also against a slave that waits for WVALID, which deadlocks a master whose
     W waits for AWREADY."""
-    from zynqflow.sim.module_sim import ModuleBuild
+    from zynqflow.sim.rtl.modules import ModuleBuild
 
     res = ModuleBuild("zq_maxi_echo").run()
     msgs = res["info"]["checkers_fire"]["messages"]

@@ -1,7 +1,7 @@
-"""Per-module cocotb testbenches of rtl/ (sim/tb/tb_<module>.py), in the manner of verilog-axis.
+"""Per-module cocotb testbenches of rtl/ (sim/rtl/tb/tb_<module>.py), in the manner of verilog-axis.
 
 Each case is a real Verilator build of one module with one parameter set (cached under
-build/sim/modules/ by zynqflow.sim.module_sim) and one simulator run of all the cocotb tests
+build/sim/modules/ by zynqflow.sim.rtl.modules) and one simulator run of all the cocotb tests
 of its testbench; it fails if any check fails (the message names the first failed checks and
 the run directory). Every module with logic of its own runs over at least two parameter sets
 by default; more sets are marked ``slow`` and run only when asked for (``-m slow``, or
@@ -10,7 +10,7 @@ covered by tests/test_rtl_zq_top.py.
 
     .venv/bin/python -m pytest tests/test_rtl_modules.py                 # default sets (~31 builds)
     .venv/bin/python -m pytest tests/test_rtl_modules.py -m slow         # the extra sets
-    .venv/bin/python -m zynqflow.sim.module_sim zq_fifo DATA_W=8 DEPTH=4  # one build by hand
+    .venv/bin/python -m zynqflow.sim.rtl.modules zq_fifo DATA_W=8 DEPTH=4  # one build by hand
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ import os
 
 import pytest
 
-from zynqflow.sim.module_sim import MODULE_SOURCES, ModuleBuild, params_tag
-from zynqflow.sim.rtl_sim import RTL_DIR, RtlUnavailable
+from zynqflow.sim.rtl.modules import MODULE_SOURCES, ModuleBuild, params_tag
+from zynqflow.sim.rtl.runner import RTL_DIR, RtlUnavailable
 from zynqflow.spec import engine as E
 from zynqflow.spec.paths import REPO
 
@@ -94,7 +94,7 @@ def test_every_module_has_a_testbench():
     assert modules == set(MODULE_SOURCES) - {"zq_maxi_echo"}, f"modules without a build entry / stale entries: " \
                                            f"{sorted(modules ^ (set(MODULE_SOURCES) - {'zq_maxi_echo'}))}"
     for m in sorted(modules):
-        assert (REPO / "sim" / "tb" / f"tb_{m}.py").is_file(), f"no sim/tb/tb_{m}.py"
+        assert (REPO / "sim" / "rtl" / "tb" / f"tb_{m}.py").is_file(), f"no sim/rtl/tb/tb_{m}.py"
         assert len(PARAMS.get(m, [])) >= 2, f"{m}: fewer than two default parameter sets"
 
 

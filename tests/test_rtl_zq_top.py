@@ -1,5 +1,5 @@
 """The engine (rtl/zq_top.sv) under cocotb + Verilator, against the golden model, with the DDR
-model of sim/ddr_model.py behind its two AXI4 masters.
+model of sim/world/ddr.py behind its two AXI4 masters.
 
 Each test names the RTL it runs in its id: ``[rtl]`` is the hand-written
 SystemVerilog in rtl/ (default); with ``RTL=hls`` the same testbench runs the
@@ -22,7 +22,7 @@ import pytest
 
 from zynqflow.export import fixtures as exports
 from zynqflow.export.exporter import load_plan
-from zynqflow.sim.rtl_sim import RTL_DIR, RTL_SOURCES, RtlUnavailable, SimBuild, rtl_kind
+from zynqflow.sim.rtl.runner import RTL_DIR, RTL_SOURCES, RtlUnavailable, SimBuild, rtl_kind
 from zynqflow.spec import engine as E
 from zynqflow.spec.cycles import RTL_TIMING, predict
 
@@ -291,7 +291,7 @@ def test_no_width_casts_inside_concatenations(rtl):
 
 def test_verilator_lint(tiny, rtl):
     """verilator --lint-only -Wall is clean (unused-signal and the Vitis port name `interrupt` aside)."""
-    from zynqflow.sim.rtl_sim import _ensure_verilator
+    from zynqflow.sim.rtl.runner import _ensure_verilator
     _ensure_verilator()
     p = subprocess.run(["verilator", "--lint-only", "-Wall", "-Wno-UNUSEDSIGNAL", "-Wno-SYMRSVDWORD",
                         "-Wno-PINCONNECTEMPTY", f"-I{tiny}", f"-I{RTL_DIR}", "--top-module", "zq_top"]
@@ -310,7 +310,7 @@ def test_yosys_elaborates(tiny, rtl):
 
 def test_elaboration_checks_reject_bad_parameters(tiny, rtl):
     """N_PE not a multiple of N_CI (and N_CI < 4) stop elaboration with the module's $error."""
-    from zynqflow.sim.rtl_sim import _ensure_verilator
+    from zynqflow.sim.rtl.runner import _ensure_verilator
     _ensure_verilator()
     p = subprocess.run(["verilator", "--lint-only", "-Wno-fatal", "-Werror-USERERROR", "-Wno-WIDTH", "-GN_PE=12",
                         "-GN_CI=8", f"-I{tiny}", f"-I{RTL_DIR}", "--top-module", "zq_top"]

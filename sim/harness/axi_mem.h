@@ -87,7 +87,7 @@ struct AxiSignals {
     uint64_t rdata;                                 // (s)
 };
 
-// Plain C layout: the Python side (ctypes) fills it (sim/rtl_fast.py AxiMemConfig).
+// Plain C layout: the Python side (ctypes) fills it (sim/harness/rtl_fast.py AxiMemConfig).
 struct AxiMemConfig {
     uint64_t size;           // bytes; addresses [0, size) answer, the rest DECERR (at most 4 GiB)
     uint32_t read_latency;   // cycles, AR handshake -> first R beat (>= 1)

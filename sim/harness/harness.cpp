@@ -1,6 +1,6 @@
 // harness.cpp: the free-running C++ driver of the Verilator model of zq_top.
 //
-// sim/rtl_fast.py verilates the RTL without VPI or public signals and links this
+// sim/harness/rtl_fast.py verilates the RTL without VPI or public signals and links this
 // file with the model into a shared library, which Python drives through ctypes
 // (the zqh_* functions below). One call of zqh_run pushes a whole batch of input
 // beats through s_axis_in (TVALID high, or gated by a seeded LFSR), takes
@@ -488,7 +488,7 @@ int guarded(Harness* h, F&& f) {
 
 }  // namespace
 
-// ---- the C API (sim/rtl_fast.py) -------------------------------------------------------
+// ---- the C API (sim/harness/rtl_fast.py) -------------------------------------------------------
 extern "C" {
 
 uint32_t zqh_abi(void) { return ZQH_ABI; }

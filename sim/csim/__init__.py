@@ -1,0 +1,1 @@
+"""The HLS engine (``hls/``) in g++ C simulation, and behind the control block Vitis generates."""

