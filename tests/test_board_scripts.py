@@ -606,9 +606,9 @@ BROKEN = {
     "CONFIG value": ((BD, "CONFIG.PCW_S_AXI_HP0_DATA_WIDTH {64}", "CONFIG.PCW_S_AXI_HP0_DATA_WIDTH {48}"),
                      (("cmd", "CONFIG.PCW_S_AXI_HP0_DATA_WIDTH {64}"), "set_property CONFIG.PCW_S_AXI_HP0_DATA_WIDTH "
                                                                        "{48} on ps7: not one of 32, 64")),
-    "pin of a port not enabled": ((BD, "ps7/S_AXI_HP2_ACLK zq_top_0/ap_clk", "ps7/S_AXI_HP3_ACLK zq_top_0/ap_clk"),
+    "pin of a port not enabled": ((BD, "{ps7/M_AXI_GP0_ACLK ", "{ps7/M_AXI_GP1_ACLK "),
                                   ("connect_bd_net $clk [get_bd_pins $p]",
-                                   "get_bd_pins ps7/S_AXI_HP3_ACLK: ps7 does not have it in its configuration (a "
+                                   "get_bd_pins ps7/M_AXI_GP1_ACLK: ps7 does not have it in its configuration (a "
                                    "parameter disables it)")),
     "unknown VLNV": ((BD, "xilinx.com:ip:axi_dma:7.1 axi_dma_0", "xilinx.com:ip:axi_dma:7.2 axi_dma_0"),
                      ("xilinx.com:ip:axi_dma:7.1 axi_dma_0",
