@@ -40,7 +40,7 @@ FRAMES  ?= 256
 DATA_ARG := $(if $(DATA_DIR),--data-dir $(DATA_DIR),)
 
 .PHONY: help setup demo test test-fast train export csim report bench hls rtl-sim rtl-bench synth-estimate \
-        bitstream deploy clean notebook
+        bitstream check-board-scripts deploy clean notebook
 
 help:
 	@echo "make demo            short training, fixed-point evaluation, report, export, C-sim, RTL twin,"
@@ -65,6 +65,10 @@ help:
 	@echo "make synth-estimate  Yosys synth_xilinx estimate -> build/<net>/resources.json"
 	@echo "make bitstream [ENGINE=rtl|hls]  Vivado PYNQ-Z2 block design with the RTL twin (default) or the"
 	@echo "                     HLS engine -> bitstreams/<net>_pynq-z2.bit/.hwh"
+	@echo "make check-board-scripts  board/'s Vivado scripts (bitstream.sh, ENGINE=rtl and hls) under a mock of"
+	@echo "                     Vivado built from its reference (UG835, the IPs' product guides): any unknown"
+	@echo "                     command, option, CONFIG name, pin or a failed check of what they build: exit 1"
+	@echo "                     (NET's export if made, else a seeded zynqnet-tiny one; no Vivado needed)"
 	@echo "make deploy BOARD=<host>  copy bitstream, hwh, manifest, host package to a PYNQ board"
 	@echo "make notebook        run notebooks/zynqflow_pynq_z2.ipynb against the RTL simulation, save its outputs"
 	@echo "make dse [DATA=.. PART=xc7z020|xczu7ev TRIALS=32 WORKERS=2 STUDY=..]  co-design search (accuracy x fps"
@@ -164,6 +168,10 @@ synth-estimate: export
 ENGINE  ?= rtl
 bitstream:
 	ENGINE=$(ENGINE) bash board/bitstream.sh $(NET)
+
+# the Vivado scripts under the vendor-reference mock of Vivado (zynqflow.sim.world.vivado), no Vivado
+check-board-scripts: $(STAMP)
+	$(PY) -m zynqflow.bench.board_check $(if $(wildcard $(EXPORT)/manifest.json),$(EXPORT))
 
 # the board notebook run against the RTL simulation, saved with its outputs (labelled as simulation)
 notebook: $(STAMP)

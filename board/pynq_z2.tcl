@@ -69,9 +69,9 @@ set jobs    [expr {[llength $argv] > 3 ? [lindex $argv 3] : 2}]
 set engine  [lindex $argv 4]
 set part    xc7z020clg400-1
 set bd      zq_bd
-set fclk_mhz 100
-# the engine specification (generated from spec/engine.py): the DDR window, the register maps
+# the engine specification (generated from spec/engine.py): the clock, the DDR window, the register maps
 source [file join [file dirname [file normalize [info script]]] zq_spec.tcl]
+set fclk_mhz $zq_spec(clock_mhz)
 # each engine's address spaces of m_axi_wts / m_axi_act, by the names its IP gives them
 array set zq_spaces {
     hls {wts Data_m_axi_wts act Data_m_axi_act}
@@ -79,7 +79,7 @@ array set zq_spaces {
 }
 # the control registers: one 64 KiB segment (the address block "Reg" of both IPs)
 set zq_ctrl_base  0x40000000
-set zq_ctrl_bytes 65536
+set zq_ctrl_bytes $zq_spec(ctrl_segment_bytes)
 
 if {$engine ni {"" rtl hls}} {
     puts stderr "pynq_z2.tcl: engine '$engine': rtl (the RTL twin) or hls (the Vitis HLS engine)"

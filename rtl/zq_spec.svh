@@ -65,6 +65,7 @@
 `define ZQ_HDR_WORDS 6
 `define ZQ_REG_ADDR_BITS_HLS 7
 `define ZQ_REG_ADDR_BITS_RTL 8
+`define ZQ_CTRL_ADDR_BITS 16
 `define ZQ_REG_AP_CTRL 'h00
 `define ZQ_REG_GIE 'h04
 `define ZQ_REG_IER 'h08

@@ -391,6 +391,15 @@ def header_bytes(word_bytes: int) -> int:
 DDR_WINDOW_BYTES = 1 << 29
 ADDR_ALIGN = 4096
 
+# The clock the engine is built for (the HLS flow's 10 ns target; FCLK_CLK0 on the board, and the
+# FREQ_HZ of the RTL twin's IP), and the control registers' segment in the processor's address
+# map: 64 KiB, the range the block design gives it (Vitis names it address block "Reg"). The RTL
+# twin's IP decodes every address bit of that segment (CTRL_ADDR_BITS), so that no register
+# appears again at +0x100 (a read there would clear ap_done).
+CLOCK_MHZ = 100
+CTRL_SEGMENT_BYTES = 1 << 16
+CTRL_ADDR_BITS = (CTRL_SEGMENT_BYTES - 1).bit_length()
+
 
 # ---------------------------------------------------------------------------
 # The DDR memory model (the cocotb ``Ddr`` and the harness's C++ ``AxiMem``

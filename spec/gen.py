@@ -109,6 +109,7 @@ def svh_header() -> str:
     L.append(f"`define ZQ_HDR_WORDS {len(E.HEADER)}")
     for eng in ("hls", "rtl"):
         L.append(f"`define ZQ_REG_ADDR_BITS_{eng.upper()} {E.reg_addr_bits(eng)}")
+    L.append(f"`define ZQ_CTRL_ADDR_BITS {E.CTRL_ADDR_BITS}")
     for r in E.REGISTERS:
         L.append(f"`define ZQ_REG_{r.name.upper()} 'h{r.offset:02X}")
     pos = 0
@@ -170,7 +171,7 @@ def tcl_spec() -> str:
          "# board/ip/package_rtl_ip.tcl): AXI constants, the DDR window, the register maps.",
          "# See docs/engine-spec.md.", ""]
     for n in ("SPEC_VERSION", "AXI_DATA_BITS", "AXI_ADDR_BITS", "AXI_BURST_BEATS", "STREAM_BITS",
-              "DDR_WINDOW_BYTES", "ADDR_ALIGN"):
+              "DDR_WINDOW_BYTES", "ADDR_ALIGN", "CLOCK_MHZ", "CTRL_SEGMENT_BYTES", "CTRL_ADDR_BITS"):
         L.append(f"set zq_spec({n.lower()}) {_const(n)}")
     for eng in ("hls", "rtl"):
         regs = E.REGMAP_HLS if eng == "hls" else E.REGMAP_RTL

@@ -58,7 +58,8 @@ PARAMS: dict[str, list[dict]] = {
     "zq_gap":       [dict(N_PE=16, GAP_ROWS=1, GAP_SHIFT=4, N_CLASSES=10),
                      dict(N_PE=8, GAP_ROWS=4, GAP_SHIFT=0, N_CLASSES=27)],
     "zq_axis_out":  [dict(N_CLASSES=10, ERR_VALUE=E.ERROR_LOGIT, LAT=2), dict(N_CLASSES=3, ERR_VALUE=E.ERROR_LOGIT, LAT=3)],
-    "zq_axil_regs": [dict(ADDR_W=E.reg_addr_bits("rtl")), dict(ADDR_W=E.reg_addr_bits("rtl") + 2)],
+    # the register map's bits (zq_top's default) and the 64 KiB the Vivado IP's port decodes (board/ip/zq_top_ip.v)
+    "zq_axil_regs": [dict(ADDR_W=E.reg_addr_bits("rtl")), dict(ADDR_W=E.CTRL_ADDR_BITS)],
 }
 
 # more parameter sets, `-m slow`

@@ -3,9 +3,10 @@
 // UG1118 (Vivado Design Suite User Guide: Creating and Packaging Custom IP) takes a
 // Verilog or VHDL top for the IP packager, not a SystemVerilog one. This module is that
 // top: Verilog-2001, every parameter and every port of rtl/zq_top.sv passed through
-// unchanged (same names, same widths, same defaults), so the packaged IP has the Vitis
-// HLS IP's interface names (s_axi_control, m_axi_wts, m_axi_act, s_axis_in, m_axis_out,
-// ap_clk, ap_rst_n, interrupt) and one block design takes either engine.
+// unchanged (same names, same widths, same defaults, but for the control port's address
+// width, below), so the packaged IP has the Vitis HLS IP's interface names (s_axi_control,
+// m_axi_wts, m_axi_act, s_axis_in, m_axis_out, ap_clk, ap_rst_n, interrupt) and one block
+// design takes either engine.
 //
 // The parameter defaults are the export's (rtl_params.svh, `include path: the export
 // directory) and the specification's (zq_spec.svh, rtl/); the packaging script sets the
@@ -42,7 +43,11 @@ module zq_top_ip #(
     parameter [31:0] BUILD_PARAMS = `ZQ_BUILD_PARAMS,
     parameter [31:0] ENGINE_INFO  = `ZQ_ENGINE_INFO,
     parameter [N_LAYERS*`ZQ_ROW_BITS-1:0] LAYER_TABLE = `ZQ_LAYER_TABLE,
-    parameter C_S_AXI_CONTROL_ADDR_WIDTH = `ZQ_REG_ADDR_BITS_RTL,
+    // the one default that differs from zq_top's: the control port decodes the whole 64 KiB
+    // segment the block design maps it to (spec.engine.CTRL_ADDR_BITS), not only the register
+    // map's 256 bytes, so that no register answers again at +0x100 (zq_axil_regs decodes every
+    // bit of its port: an address outside the map reads 0 and changes nothing)
+    parameter C_S_AXI_CONTROL_ADDR_WIDTH = `ZQ_CTRL_ADDR_BITS,
     parameter C_S_AXI_CONTROL_DATA_WIDTH = 32
 ) (
     input  wire         ap_clk,
