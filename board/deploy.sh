@@ -196,6 +196,7 @@ mv "\$T/payload/$NET" "\$T/new/export/$NET"
 for site in "\$VENV"/lib/python3*/site-packages; do
     [ -d "\$site" ] || continue
     "\$PY" -I -S -B "\$T/new/lib/zynqflow/host/runner.py" --copy-env "\$site" "\$T/new/site" pynq numpy pillow
+    break
 done
 cat > "\$T/new/bin/zynqflow-run" <<RUNNER
 #!/bin/sh
