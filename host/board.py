@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from pathlib import Path
 
@@ -36,17 +37,23 @@ from .errors import AcceleratorError, BackendError, ClockError
 from .manifest import Export
 
 
+FPGA_MANAGERS = ("/sys/class/fpga_manager/fpga0", "/dev/xdevcfg")
+
+
 def on_board() -> bool:
-    """True on a Zynq running a PYNQ image (an FPGA manager and pynq importable)."""
+    """True on a Zynq running a PYNQ image (an FPGA manager, and pynq installed). pynq is found,
+    not imported: importing it takes seconds on the A9, and that happens later, under a progress
+    line (:func:`load_overlay`)."""
     if os.environ.get("ZQ_NO_BOARD"):
         return False
-    if not (Path("/sys/class/fpga_manager/fpga0").exists() or Path("/dev/xdevcfg").exists()):
+    if not any(Path(p).exists() for p in FPGA_MANAGERS):
         return False
+    import importlib.util
+
     try:
-        import pynq  # noqa: F401
-    except Exception:  # noqa: BLE001
+        return importlib.util.find_spec("pynq") is not None
+    except (ImportError, ValueError):
         return False
-    return True
 
 
 # ---- the overlay's IPs -----------------------------------------------------------------
@@ -121,6 +128,48 @@ def _read_fclk(clocks) -> float | None:
     return float(v) if v else None
 
 
+def fclk_limit(timing=None, design_mhz: float | None = None) -> tuple[float | None, str]:
+    """The fastest FCLK0 the design may run at, and why: from the timing record (see
+    :func:`timing_record`), else the design's own clock (``design_mhz``, from the ``.hwh``);
+    (None, what was missing) when neither is known."""
+    rec, where = timing_record(timing)
+    if rec is not None:
+        limit = max_fclk_mhz(rec["fclk0_mhz"], rec["wns_ns"])
+        return limit, (f"{where}: implemented at {rec['fclk0_mhz']:g} MHz with a worst setup slack of "
+                       f"{rec['wns_ns']:g} ns, it meets at most {limit:.2f} MHz")
+    if design_mhz:
+        return float(design_mhz), f"no timing record ({where}): at most the design's own {float(design_mhz):g} MHz"
+    return None, f"no timing record ({where})"
+
+
+def hwh_design_mhz(hwh) -> float | None:
+    """FCLK0 as the ``.hwh`` file states it (the Zynq PS's ``PCW_ACT_FPGA0_PERIPHERAL_FREQMHZ``,
+    else ``PCW_FPGA0_PERIPHERAL_FREQMHZ``), read before pynq parses it; None if it has neither."""
+    try:
+        text = Path(hwh).read_text(errors="replace")
+    except OSError:
+        return None
+    for key in ("PCW_ACT_FPGA0_PERIPHERAL_FREQMHZ", "PCW_FPGA0_PERIPHERAL_FREQMHZ"):
+        m = re.search(rf'NAME="{key}"\s+VALUE="([0-9.]+)"', text)
+        if m:
+            return float(m.group(1))
+    return None
+
+
+def check_fclk_before_download(requested_mhz: float, bit) -> None:
+    """``--fclk-mhz`` against the bitstream's timing record (or its ``.hwh``'s clock) before the PL
+    is programmed: a clock that would be refused afterwards, or that nothing can check, is refused
+    now (:class:`ClockError`)."""
+    bit = Path(bit)
+    limit, why = fclk_limit(bit.with_suffix(".json"), hwh_design_mhz(bit.with_suffix(".hwh")))
+    if limit is None:
+        raise ClockError(f"fclk0 {requested_mhz:g} MHz refused before loading {bit.name}: {why} and no design "
+                         "clock in its .hwh, so no clock can be checked; copy the timing record board/bitstream.sh "
+                         "wrote beside the bitstream")
+    if requested_mhz > limit * (1 + 1e-9):
+        raise ClockError(f"fclk0 {requested_mhz:g} MHz refused before loading {bit.name}: {why}")
+
+
 def configure_fclk(clocks, requested_mhz: float | None = None, *, timing=None, design_mhz: float | None = None) -> dict:
     """Read FCLK0 through ``clocks`` (``pynq.ps.Clocks``, or the simulation's) and, with
     ``requested_mhz``, set it first. Refuses (:class:`ClockError`, naming both numbers) a
@@ -129,23 +178,14 @@ def configure_fclk(clocks, requested_mhz: float | None = None, *, timing=None, d
     give a clock other than the one asked for: the clock read back is checked too (and the
     previous one restored if it is above the limit).
     Returns {"fclk_mhz": the clock now, "requested_mhz", "limit_mhz", "limit_from"}."""
-    rec, where = timing_record(timing)
-    if rec is not None:
-        limit = max_fclk_mhz(rec["fclk0_mhz"], rec["wns_ns"])
-        why = (f"{where}: implemented at {rec['fclk0_mhz']:g} MHz with a worst setup slack of {rec['wns_ns']:g} ns, "
-               f"it meets at most {limit:.2f} MHz")
-    elif design_mhz:
-        limit = float(design_mhz)
-        why = f"no timing record ({where}): at most the design's own {limit:g} MHz"
-    else:
-        limit, why = None, ""
+    limit, why = fclk_limit(timing, design_mhz)
     before = _read_fclk(clocks)
     if limit is None:
         if before is None:
-            raise ClockError(f"no timing record ({where}), no design clock and fclk0 unreadable: a clock cannot "
-                             "be checked; pass the bitstream's timing record")
+            raise ClockError(f"{why}, no design clock and fclk0 unreadable: a clock cannot be checked; pass the "
+                             "bitstream's timing record")
         limit = before
-        why = f"no timing record ({where}) and no design clock in the .hwh: at most the clock loaded now ({before:g} MHz)"
+        why = f"{why} and no design clock in the .hwh: at most the clock loaded now ({before:g} MHz)"
     if requested_mhz is not None:
         req = float(requested_mhz)
         if not req > 0:

@@ -745,14 +745,20 @@ HOME="$FAKE_HOME" exec bash -c "$*"
 """
 FAKE_SUDO = r"""#!/usr/bin/env bash
 # sudo: records its arguments; -n (no password) fails when FAKE_SUDO_PASSWORD is set. The zynqflow
-# runner is run as sudo's env_reset would (only PATH, HOME and XILINX_XRT), from under $ZQ_ROOT
-# (where the test's install_root.sh put it); anything else (sh install_root.sh) runs as it is.
+# runner is run from under $ZQ_ROOT (where the test's install_root.sh put it) as sudo's env_reset
+# would: PATH, HOME, sudo's SUDO_* (the caller: `id -u`), and only what the installed drop-in's
+# env_keep names; anything else (sh -s, the root step) runs as it is.
 echo "sudo $*" >> "$FAKE_LOG"
 if [ "$1" = "-n" ] && [ -n "$FAKE_SUDO_PASSWORD" ]; then echo "sudo: a password is required" >&2; exit 1; fi
 while [ "${1#-}" != "$1" ]; do shift; done
 case "$1" in
     /usr/local/lib/zynqflow/*) cmd="$ZQ_ROOT$1"; shift
-        exec env -i PATH="$PATH" HOME=/root ${XILINX_XRT+XILINX_XRT="$XILINX_XRT"} "$cmd" "$@" ;;
+        kept=()
+        for v in $(sed -n 's/.*env_keep *+*= *"\([^"]*\)".*/\1/p' "$ZQ_ROOT/etc/sudoers.d/zynqflow"); do
+            [ -n "${!v+x}" ] && kept+=("$v=${!v}")
+        done
+        me="$(id -u)"
+        exec env -i PATH="$PATH" HOME=/root SUDO_USER=xilinx SUDO_UID="$me" SUDO_GID="$me" "${kept[@]}" "$cmd" "$@" ;;
 esac
 exec "$@"
 """
@@ -801,8 +807,9 @@ def test_deploy_ships_the_weight_image(tmp_path, tiny, staged):
 
 
 def test_deploy_installs_the_command_as_root(tmp_path, tiny, staged):
-    """The copy as BOARD_USER, then one root step over ssh -t (sudo asks the password there, once):
-    the runner, the sudoers drop-in and /usr/local/bin/zynqflow (under the fake root ZQ_ROOT)."""
+    """The copy as BOARD_USER (the notebooks too), then one root step over ssh -t: install_root.sh
+    piped to ``sudo sh -s`` (sudo asks the password there, once; root reads no script from DEST):
+    the runner, its export, the sudoers drop-in and /usr/local/bin/zynqflow (under the fake root ZQ_ROOT)."""
     bit, env = staged
     dest = tmp_path / "board" / "zynqflow"
     root = tmp_path / "root"
@@ -810,18 +817,24 @@ def test_deploy_installs_the_command_as_root(tmp_path, tiny, staged):
     assert r.returncode == 0, r.stderr
     assert json.loads((dest / "zynqflow.json").read_text()) == {"export": "zynqnet-tiny"}
     assert (dest / "zynqnet-tiny" / "manifest.json").is_file() and (dest / "lib/zynqflow/host/cli.py").is_file()
-    assert f"sudo sh {dest}/install_root.sh" in (tmp_path / "sudo.log").read_text()
-    assert (root / "usr/local/lib/zynqflow/lib/zynqflow/host/cli.py").is_file()
-    assert os.access(root / "usr/local/lib/zynqflow/bin/zynqflow-run", os.X_OK)
+    assert (tmp_path / "sudo.log").read_text().splitlines() == ["sudo sh -s"]
+    run = root / "usr/local/lib/zynqflow"
+    assert (run / "lib/zynqflow/host/cli.py").read_bytes() == (REPO / "host/cli.py").read_bytes()
+    assert (run / "lib/zynqflow/__init__.py").is_file()
+    assert (run / "export/zynqnet-tiny/weights.bin").read_bytes() == (Path(tiny) / "weights.bin").read_bytes()
+    assert os.access(run / "bin/zynqflow-run", os.X_OK)
     assert (root / "usr/local/bin/zynqflow").is_file()
     assert oct((root / "etc/sudoers.d/zynqflow").stat().st_mode)[-3:] == "440"
+    assert not [p for p in run.rglob("*") if p.is_symlink() or (p.stat().st_mode & 0o022)]
+    assert (root / "home/xilinx/jupyter_notebooks/zynqflow/zynqflow_paths.json").is_file()   # as BOARD_USER
     assert "zynqflow doctor" in r.stdout
 
 
-def test_wrapper_sets_xilinx_xrt_through_sudo_and_a_link(tmp_path, tiny, staged):
-    """The installed command, started through a link on PATH by a non-root user (fake id and sudo):
-    sudo -n on the root-owned runner (never a prompt), XILINX_XRT=/usr when unset, a user's value
-    kept (the only variable the drop-in keeps), and the deployed export found."""
+def test_wrapper_through_sudo_and_a_link(tmp_path, tiny, staged):
+    """The installed command, started through a link on PATH by a non-root user (fake id and sudo,
+    env_reset as the drop-in says): sudo -n on the root-owned runner (never a prompt), XILINX_XRT=/usr
+    whatever the user set, the deployed root-owned export, and ZYNQFLOW_DEBUG passed as --debug (sudo
+    keeps no variable)."""
     bit, env = staged
     dest = tmp_path / "board" / "zynqflow"
     root = tmp_path / "root"
@@ -830,20 +843,26 @@ def test_wrapper_sets_xilinx_xrt_through_sudo_and_a_link(tmp_path, tiny, staged)
     bindir = tmp_path / "pathbin"
     bindir.mkdir()
     (bindir / "zynqflow").symlink_to(root / "usr/local/bin/zynqflow")
-    base = {k: v for k, v in env.items() if k not in ("XILINX_XRT", "ZYNQFLOW_EXPORT", "PYTHONPATH")}
+    base = {k: v for k, v in env.items() if k not in ("XILINX_XRT", "ZYNQFLOW_EXPORT", "PYTHONPATH", "ZYNQFLOW_DEBUG")}
     base.update(PATH=f"{bindir}:{env['PATH']}", ZQ_ROOT=str(root))
     work = tmp_path / "work"
     work.mkdir()
-    for given, want in ((None, "/usr"), ("/opt/xilinx/xrt", "/opt/xilinx/xrt")):
+    for given in (None, str(tmp_path / "home" / "xrt")):
         e = dict(base, **({"XILINX_XRT": given} if given else {}))
         w = subprocess.run(["zynqflow", "info", "--json"], capture_output=True, text=True, env=e, cwd=work,
                            timeout=120)
         assert w.returncode == 0, w.stderr
         info = json.loads(w.stdout)
-        assert info["xilinx_xrt"] == want
-        assert info["export"] == str((dest / "zynqnet-tiny").resolve())
+        assert info["xilinx_xrt"] == "/usr"
+        assert info["export"] == str(root / "usr/local/lib/zynqflow/export/zynqnet-tiny")
         sudo = (tmp_path / "sudo.log").read_text().splitlines()[-1]
         assert sudo == "sudo -n /usr/local/lib/zynqflow/bin/zynqflow-run info --json"
+    # ZYNQFLOW_DEBUG survives sudo (as --debug): the traceback of an error
+    for debug, traceback in (("1", True), ("0", False), ("", False)):
+        w = subprocess.run(["zynqflow", "classify", "nothere.png"], capture_output=True, text=True, cwd=work,
+                           env=dict(base, ZYNQFLOW_DEBUG=debug), timeout=120)
+        assert w.returncode == 2 and "nothere.png: no such file" in w.stderr, w.stderr
+        assert ("Traceback (most recent call last)" in w.stderr) == traceback, (debug, w.stderr)
     # no rule (a password would be needed): an error, not a prompt
     w = subprocess.run(["zynqflow", "info"], capture_output=True, text=True, env=dict(base, FAKE_SUDO_PASSWORD="1"),
                        cwd=work, timeout=60, stdin=subprocess.DEVNULL)
