@@ -118,7 +118,8 @@ def _violations(perf: ET.Element | None) -> dict[str, tuple[str, str]]:
         for child in el:
             if child.tag in _LOOP_FIELDS or child.tag in ("IssueType", "ViolationType", "SourceLocation"):
                 continue
-            kinds = [k for k in (child.findtext("IssueType"), child.findtext("ViolationType")) if k and k.strip() != "-"]
+            kinds = [k for k in (child.findtext("IssueType"), child.findtext("ViolationType"))
+                     if k and k.strip() != "-"]
             out[child.findtext("Name") or child.tag] = (", ".join(k.strip() for k in kinds),
                                                         (child.findtext("SourceLocation") or "").strip())
             walk(child)
@@ -281,8 +282,9 @@ def main(argv=None) -> int:
         Path(a.json).parent.mkdir(parents=True, exist_ok=True)
         Path(a.json).write_text(json.dumps(res, indent=2) + "\n")
     for lp in res["loops"]:
-        print(f"csynth_check: {lp['name']:<14} module {lp['module']:<34} II {lp['ii'] if lp['ii'] is not None else '-':>3} "
-              f"depth {lp['depth'] if lp['depth'] is not None else '-':>3}{'  ' + lp['issue'] if lp['issue'] else ''}")
+        ii, depth = ("-" if lp[k] is None else lp[k] for k in ("ii", "depth"))
+        print(f"csynth_check: {lp['name']:<14} module {lp['module']:<34} II {ii:>3} depth {depth:>3}"
+              f"{'  ' + lp['issue'] if lp['issue'] else ''}")
     for w in res["warnings"]:
         print(f"csynth_check: warning: {w}", file=sys.stderr)
     for e in res["errors"]:

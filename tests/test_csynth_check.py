@@ -233,7 +233,8 @@ def test_per_module_report_files(tmp_path):
   <SummaryOfTimingAnalysis><EstimatedClockPeriod>6.917</EstimatedClockPeriod></SummaryOfTimingAnalysis>
   <SummaryOfLoopLatency>
     <CORE>
-      <TripCount>undef</TripCount><Latency>undef</Latency><IterationLatency>{2 * E.HLS_CORE_DEPTH + 5}</IterationLatency>
+      <TripCount>undef</TripCount><Latency>undef</Latency>
+      <IterationLatency>{2 * E.HLS_CORE_DEPTH + 5}</IterationLatency>
       <PipelineII>1</PipelineII>
     </CORE>
   </SummaryOfLoopLatency>
