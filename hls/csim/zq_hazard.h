@@ -17,9 +17,10 @@
 //       producers' stores issued from the loop's control do not;
 //   otherwise both are the identity.
 //
-// drain(): at the loop's end, the stores and steps still in flight (the pipeline's drain), one
-// iteration at a time. The engine uses it through the ZQ_PIPE / ZQ_STORE / ZQ_PASS macros of
-// hls/zq_stream.h, which are plain assignments and the step itself under Vitis.
+// pending() tells the loop, after its exit, that stores or steps are still in flight: it runs its
+// datapath on no step until they have landed (the pipeline's drain, hls/zq_core.h). The engine uses
+// the pipe through the ZQ_PIPE / ZQ_STORE / ZQ_PASS / ZQ_END_ITERATION macros of hls/zq_stream.h,
+// which are the plain store and the step itself under Vitis.
 #ifndef ZQ_HAZARD_H
 #define ZQ_HAZARD_H
 
