@@ -127,8 +127,10 @@ demo: $(STAMP)
 
 # Vitis HLS 2023.2 (vitis_hls) or Vitis 2024.2+ (vitis-run --mode hls): csim, csynth, cosim
 # (ZQ_COSIM_FRAMES frames, default 1), IP export -> build/<net>/hls (hls/README.md)
+# The csynth report is checked before the co-simulation (zynqflow.bench.csynth_check: CORE at II=1, its
+# depth within the guards; build/<net>/hls/csynth_check.json).
 hls: hls-tool export
-	bash hls/scripts/hls.sh $(EXPORT) build/$(NET)/hls
+	ZQ_CSYNTH_CHECK="$(abspath $(PY)) -m zynqflow.bench.csynth_check" bash hls/scripts/hls.sh $(EXPORT) build/$(NET)/hls
 
 .PHONY: hls-tool
 hls-tool:

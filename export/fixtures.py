@@ -140,6 +140,19 @@ def variant_export(which: str, seed: int = 0, vectors: int = 8) -> Path:
     return _export_random(cfg, out, seed, vectors, engine, stamp)
 
 
+# The HLS engine's test networks (tests/test_hls_hazard.py, make bench's hls_exact part): a cached
+# stem-fed build, zynqnet-mini (cached weights), ZynqNet 64x64 with DDR tensors and the weight ring,
+# the rgb and wide variants, and zynqnet-mini on an 8x8 engine streaming 8-beat weight words.
+HLS_TEST_NETS = {
+    "tiny": lambda: random_export("zynqnet-tiny"),
+    "mini": lambda: random_export("zynqnet-mini"),
+    "zq64-ddr": lambda: random_export("zynqnet", input_size=64, n_pe=16, n_ci=16, act_kb=24),
+    "rgb": lambda: variant_export("rgb"),
+    "wide": lambda: variant_export("wide"),
+    "mini-ring": lambda: random_export("zynqnet-mini", n_pe=8, n_ci=8, wcache_kb=0),
+}
+
+
 def checkpoint_export(ckpt: Path, frames: int = 8, data: str = "fashion-mnist",
                       engine: EngineParams = EngineParams()) -> tuple[Path, np.ndarray]:
     """Export a trained checkpoint with ``frames`` test-set frames; returns (dir, labels)."""

@@ -10,15 +10,17 @@ namespace zq {
 
 inline y_t requantize(acc_t acc, const Layer& L) {
 #pragma HLS INLINE
+    const int shift_r = L.shift_r, shl = L.shl;
+    const post_t lo = L.r.out_lo.to_int(), hi = L.r.out_hi.to_int();
     post_t v = acc;
-    if (L.shift_r > 0) {
-        v = (v + L.rnd) >> L.shift_r;
+    if (shift_r > 0) {
+        v = (v + post_t(L.rnd)) >> shift_r;
     } else {
-        v = v << L.shl;  // the exporter proves this fits the accumulator
+        v = v << shl;  // the exporter proves this fits the accumulator
     }
     if (L.r.relu && v < 0) v = 0;
-    if (v < L.r.out_lo) v = L.r.out_lo;
-    if (v > L.r.out_hi) v = L.r.out_hi;
+    if (v < lo) v = lo;
+    if (v > hi) v = hi;
     return y_t(v);
 }
 

@@ -66,6 +66,24 @@ RTL_OUT_FIFO_MARGIN = RTL_PIPE_DEPTH + 1 + 4
 # write-back registers) before it fetches the next layer's row (at least the write-back).
 RTL_LAYER_DRAIN = 4
 
+# ---------------------------------------------------------------------------
+# The HLS engine's core loop (hls/zq_core.h CORE): one free-running loop at II=1 that declares its
+# RAMs free of inter-iteration dependences (DEPENDENCE inter false), which the guards make true.
+# HLS_CORE_DEPTH is its stated pipeline depth (iterations from a step's issue to its last store),
+# estimated for Vitis HLS 2023.2 at 10 ns on the xc7z020-1: the input address 2 (coordinates and
+# bounds, the row), the activation- and weight-RAM reads 2 (latency=2), the DSP48E1 4 (A/D, AD, M,
+# P), the adder tree over N_CI lanes 2, the accumulator 1, the requantization 3, the store (result
+# or ring unit, one per bank) 1. Any store lands at most HLS_CORE_DEPTH - 1 iterations after any
+# read of the same iteration, or the reverse; the guards take twice that, plus one:
+#   AVAIL_GUARD:   a ring row or weight word is read HLS_GUARD iterations after its last store issued;
+#   RELEASE_GUARD: a released weight-RAM slot is stored to HLS_GUARD iterations after its release
+#   (a ring row's slot needs no guard: its store is the result's, after the reads by construction).
+# The pipeline-hazard C simulation (sim/csim: hazard modes) defers every store by each D up to
+# 2 * HLS_CORE_DEPTH, and every read likewise, bit-exact; `make hls` fails when the csynth report
+# gives CORE an II other than 1 or a depth beyond 2 * HLS_CORE_DEPTH (bench/csynth_check.py).
+HLS_CORE_DEPTH = 15
+HLS_GUARD = 2 * HLS_CORE_DEPTH + 1
+
 ERROR_LOGIT = -32768   # every beat of an error frame (int16 minimum, sign-extended to 32 bits)
 
 # ---------------------------------------------------------------------------

@@ -5,7 +5,9 @@
 
 Writes, from :mod:`zynqflow.spec.engine` only:
 
-``hls/zq_spec.h``     C++ constants, the layer-row struct, register offsets, and
+``hls/zq_spec.h``     C++ constants, the layer-row struct (plain ints, for the compile-time
+                      checks of a table) and its registers (``LayerRegs``: every field an
+                      ``ap_uint``/``ap_int`` of its width), register offsets, and
                       ``ZQ_AXILITE_PRAGMAS``: the s_axilite pragmas with their offsets;
 ``rtl/zq_spec.svh``   SystemVerilog macros (constants, register offsets, status bits)
                       and row decode functions (``include`` it inside a module);
@@ -33,6 +35,8 @@ CONSTANTS = ("SPEC_VERSION", "LANE_BITS", "W_BITS_MAX", "ACC_BITS", "BIAS_BITS",
              "STATUS_ERRCNT_SHIFT", "STATUS_ERRCNT_MAX", "HEADER_MAGIC", "ADDR_ALIGN", "DDR_WINDOW_BYTES", "ROW_BITS",
              "AXI_LINE_BYTES", "RTL_PIPE_ADDR", "RTL_PIPE_READ", "RTL_PIPE_MAC", "RTL_PIPE_REQUANT",
              "RTL_PIPE_WRITEBACK", "RTL_PIPE_DEPTH", "RTL_OUT_FIFO_UNITS", "RTL_OUT_FIFO_MARGIN", "RTL_LAYER_DRAIN")
+# the HLS engine's own constants (hls/zq_spec.h only)
+HLS_CONSTANTS = ("HLS_CORE_DEPTH", "HLS_GUARD")
 
 
 def _const(name: str) -> int:
@@ -47,8 +51,8 @@ def _hex(v: int) -> str:
 def cpp_header() -> str:
     L = [f"// {BANNER}", "// The engine specification for the HLS engine (hls/): constants, the layer-table",
          "// row, status bits and the register map. See docs/engine-spec.md.",
-         "#ifndef ZQ_SPEC_H", "#define ZQ_SPEC_H", "", "namespace zq_spec {", ""]
-    for n in CONSTANTS:
+         "#ifndef ZQ_SPEC_H", "#define ZQ_SPEC_H", "", "#include <ap_int.h>", "", "namespace zq_spec {", ""]
+    for n in CONSTANTS + HLS_CONSTANTS:
         v = _const(n)
         ty = "unsigned" if v > 0x7FFFFFFF or n in ("HEADER_MAGIC", "STATUS_FLAGS_MASK") else "int"
         L.append(f"constexpr {ty} {n} = {_hex(v) + 'u' if ty == 'unsigned' else v};")
@@ -75,7 +79,16 @@ def cpp_header() -> str:
     for f in E.ROW:
         L.append(f"    ROW_{f.name.upper()}_LSB = {pos}, ROW_{f.name.upper()}_BITS = {f.bits},")
         pos += f.bits
-    L += ["};", "", "}  // namespace zq_spec", ""]
+    L += ["};", ""]
+    L += ["// The row in registers of the spec's widths (what the engine's counters and comparisons use):",
+          "// one type per field, LayerRegs, and layer_regs() converting a LayerRow."]
+    for f in E.ROW:
+        L.append(f"typedef ap_{'int' if f.signed else 'uint'}<{f.bits}> row_{f.name}_t;")
+    L += ["struct LayerRegs {"]
+    L += [f"    row_{f.name}_t {f.name};" for f in E.ROW]
+    L += ["};", "inline LayerRegs layer_regs(const LayerRow& r) {", "#pragma HLS INLINE", "    LayerRegs g;"]
+    L += [f"    g.{f.name} = r.{f.name};" for f in E.ROW]
+    L += ["    return g;", "}", "", "}  // namespace zq_spec", ""]
     # pragmas: every shared register of kind in*/out and the block control, at its offset
     L += ["// The s_axilite interface of zq_top with the spec's offsets (use inside the top function).",
           "#define ZQ_PRAGMA(x) _Pragma(#x)", "#define ZQ_AXILITE_PRAGMAS \\"]

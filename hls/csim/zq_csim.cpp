@@ -642,6 +642,15 @@ const char* mode_name(Mode m) {
     return m == MODE_THREADS ? "threads" : m == MODE_LOCKSTEP ? "lockstep" : "sequential";
 }
 
+static Hazard g_hazard = HAZARD_NONE;
+static int g_hazard_delay = 0;
+void set_hazard(Hazard h, int delay) {
+    g_hazard = delay > 0 ? h : HAZARD_NONE;
+    g_hazard_delay = delay > 0 ? delay : 0;
+}
+Hazard hazard() { return g_hazard; }
+int hazard_delay() { return g_hazard_delay; }
+
 void set_depth_override(const char* name, int depth) {
     std::lock_guard<std::mutex> lk(g_cfg_mutex);
     if (depth > 0) g_depth_override[name] = depth;

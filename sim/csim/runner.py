@@ -51,6 +51,7 @@ HLS_DIR = REPO / "hls"
 HEADERS = tuple(sorted(p.relative_to(HLS_DIR).as_posix() for p in [*HLS_DIR.glob("*.h"), *HLS_DIR.glob("csim/*.h")]))
 CSIM_SOURCES = ("csim/zq_csim.cpp",)   # the C-simulation scheduler, linked into every C-sim build
 MODES = ("threads", "lockstep", "sequential")   # hls/csim/zq_csim.h Mode, in order
+HAZARDS = ("none", "late_stores", "late_reads")  # hls/csim/zq_csim.h Hazard, in order
 CXXFLAGS = ["-O2", "-std=c++14", "-fPIC", "-Wall", "-pthread",
             # function-local statics of the engine's headers (its RAMs) stay per library: several
             # networks' libraries are loaded in one process
@@ -173,21 +174,26 @@ def _compile(sources: list[str], export_dir: Path, out: Path, flavor: str, defin
     return out
 
 
-def build(export_dir, out_dir=None, native: bool = True, count: bool = False) -> Path:
+def build(export_dir, out_dir=None, native: bool = True, count: bool = False, guard: int | None = None) -> Path:
     """Compile the C-simulation library for ``export_dir`` (cached).
 
     ``native`` builds with ``-DZQ_CSIM_NATIVE -O3`` (native bytes and int64 in
     the MAC datapath, the same packed-DSP arithmetic and the same bits, ~15x
     faster); ``native=False`` compiles exactly the code Vitis synthesizes.
     ``count`` adds ``-DZQ_COUNT_ITERATIONS``: every pipelined loop counts its entries
-    and iterations per layer (:meth:`CSim.loop_counts`). Returns the ``.so`` path
+    and iterations per layer (:meth:`CSim.loop_counts`). ``guard``: the core's AVAIL_GUARD and
+    RELEASE_GUARD shortened to this many iterations (``-DZQ_CSIM_GUARD``: a build that shows what
+    the guards keep apart, :meth:`CSim.set_hazard`). Returns the ``.so`` path
     (default ``<export_dir>/../csim/libzq_csim.so``)."""
     export_dir = _export_dir(export_dir)
     out_dir = Path(out_dir) if out_dir else _default_out(export_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    flavor = ("native" if native else "exact") + ("-count" if count else "")
+    if guard is not None and int(guard) < 1:
+        raise ValueError(f"guard={guard}: at least one iteration")
+    flavor = ("native" if native else "exact") + ("-count" if count else "") + (f"-guard{int(guard)}" if guard else "")
     name = "libzq_csim.so" if flavor == "native" else f"libzq_csim_{flavor.replace('-', '_')}.so"
     defines = (["-DZQ_CSIM_NATIVE", "-O3"] if native else []) + (["-DZQ_COUNT_ITERATIONS"] if count else [])
+    defines += [f"-DZQ_CSIM_GUARD={int(guard)}"] if guard else []
     return _compile(["zq_top.cpp", "csim_lib.cpp", *CSIM_SOURCES], export_dir, out_dir / name, flavor,
                     defines + ["-fvisibility=hidden"], shared=True)
 
@@ -272,10 +278,10 @@ class CSim:
     watchdog's report and resets the engine."""
 
     def __init__(self, export_dir, lib=None, native: bool = True, out_dir=None, count: bool = False,
-                 mode: str = "lockstep"):
+                 mode: str = "lockstep", guard: int | None = None):
         self.export_dir = _export_dir(export_dir)
         self.manifest = json.loads((self.export_dir / "manifest.json").read_text())
-        self.lib_path = Path(lib) if lib else build(self.export_dir, out_dir, native=native, count=count)
+        self.lib_path = Path(lib) if lib else build(self.export_dir, out_dir, native=native, count=count, guard=guard)
         try:
             self._lib = ctypes.CDLL(str(self.lib_path))
         except OSError as e:
@@ -293,7 +299,8 @@ class CSim:
                 ("zq_ddr_bytes", [], u64), ("zq_loop_counts", [vp, ctypes.c_int, ctypes.c_int], ctypes.c_int),
                 ("zq_n_layers", [], ctypes.c_int), ("zq_set_mode", [ctypes.c_int], ctypes.c_int),
                 ("zq_get_mode", [], ctypes.c_int), ("zq_set_stream_depth", [ctypes.c_char_p, ctypes.c_int], None),
-                ("zq_csim_stats", [ctypes.c_char_p, ctypes.c_int, ctypes.c_int], ctypes.c_int)):
+                ("zq_csim_stats", [ctypes.c_char_p, ctypes.c_int, ctypes.c_int], ctypes.c_int),
+                ("zq_set_hazard", [ctypes.c_int, ctypes.c_int], ctypes.c_int), ("zq_guards", [vp], None)):
             f = getattr(L, name)
             f.argtypes, f.restype = args, res
         inp = self.manifest["input"]
@@ -317,6 +324,10 @@ class CSim:
         self.scratch_bytes = int(L.zq_scratch_bytes())
         self.ddr_bytes = int(L.zq_ddr_bytes())
         self.set_mode(mode)
+        self.set_hazard("none")
+        g = np.zeros(2, np.int32)
+        L.zq_guards(self._ptr(g))
+        self.guards = dict(avail=int(g[0]), release=int(g[1]))
 
     @staticmethod
     def _ptr(a: np.ndarray):
@@ -394,6 +405,39 @@ class CSim:
     @property
     def mode(self) -> str:
         return MODES[self._lib.zq_get_mode()]
+
+    def set_hazard(self, hazard: str, delay: int = 0) -> None:
+        """The pipeline-hazard mode of the core's loop for the following runs (:data:`HAZARDS`,
+        ``hls/csim/zq_hazard.h``): ``late_stores`` lands every store to the activation, weight and GAP
+        RAMs and every slot release ``delay`` iterations late; ``late_reads`` runs the datapath (its
+        reads and all that follows) ``delay`` iterations behind the control; ``none`` (or delay 0)
+        runs the C code as written. Kept per library file, like the mode."""
+        if hazard not in HAZARDS:
+            raise ValueError(f"hazard {hazard!r}: one of {', '.join(HAZARDS)}")
+        if int(delay) < 0:
+            raise ValueError(f"hazard delay {delay}: not negative")
+        self._lib.zq_set_hazard(HAZARDS.index(hazard), int(delay))
+
+    def hazard_sweep(self, frames: np.ndarray, want: np.ndarray, delays, hazards=("late_stores", "late_reads")) -> dict:
+        """The frames under every hazard mode and delay (:meth:`set_hazard`), each run from a reset:
+        ``{hazard: {delay: frames whose logits differ from want}}`` (-1: the run failed, a deadlock);
+        the mode is ``none`` again afterwards."""
+        out: dict = {}
+        try:
+            for hz in hazards:
+                out[hz] = {}
+                for d in delays:
+                    self.set_hazard(hz, d)
+                    self.reset()
+                    try:
+                        got = self.run(frames, progress=False)
+                        out[hz][int(d)] = int(np.count_nonzero(~np.all(got == want, axis=1)))
+                    except CSimError:
+                        out[hz][int(d)] = -1
+        finally:
+            self.set_hazard("none")
+            self.reset()
+        return out
 
     def set_stream_depth(self, name: str | None, depth: int = 0) -> None:
         """Give the engine's stream ``name`` (``w_beats``, ``stem_units``, ``in_status``, ``logits``,
