@@ -1,9 +1,13 @@
-"""The real board: ``pynq.Overlay`` + ``pynq.allocate`` behind :class:`~zynqflow.host.driver.ZqDriver`.
+"""The real board: ``pynq.Overlay`` + ``pynq.allocate`` behind :class:`~zynqflow.host.driver.ZqDriver`,
+and :func:`open_driver`, the one way to get a driver (on the board and in the simulations).
 
 On a PYNQ-Z2 (PYNQ image 3.x with pynq 3/4) after ``board/deploy.sh``::
 
     from zynqflow.host import Accelerator
     acc = Accelerator("/home/xilinx/zynqflow/zynqnet-mini", backend="pynq")
+    # or the driver itself:
+    from zynqflow.host.board import open_driver
+    drv = open_driver(Export("/home/xilinx/zynqflow/zynqnet-mini"))
 
 checks ``weights.bin`` against the manifest (before the board is touched),
 loads ``<net>_pynq-z2.bit`` (and its ``.hwh``) found beside the manifest or in

@@ -17,9 +17,11 @@ It only uses the PYNQ API: ``overlay.ip_dict`` and ``getattr(overlay, name)`` to
 (type ``...:zq_top:...``) and the AXI DMA, ``ip.mmio.read/write``, pynq's DMA channels,
 ``allocate(shape, dtype)`` buffers (``physical_address``, ``flush()``, ``invalidate()``,
 ``freebuffer()``), ``pynq.Interrupt`` objects (asyncio methods), and a clock. On the board these
-are ``pynq.Overlay``, ``pynq.allocate`` and ``time.monotonic`` (:func:`zynqflow.host.board.open_board`);
-in simulation :mod:`zynqflow.sim.world.pynq_shim` (the RTL twin under cocotb) or :mod:`zynqflow.sim.csim.hls_host`
-(the HLS C-sim engine behind a UG1399 ``ap_ctrl_hs`` register block).
+are ``pynq.Overlay``, ``pynq.allocate`` and ``time.monotonic``; in simulation
+:mod:`zynqflow.sim.world.pynq_shim` (the RTL twin under cocotb) or :mod:`zynqflow.sim.csim.hls_host` (the
+HLS C-sim engine behind Vitis's generated ``ap_ctrl_hs`` block, either generation). Get a driver with
+:func:`zynqflow.host.board.open_driver` (the one way: it reads and checks the PL clock first); this
+module imports nothing from ``board``.
 
 Opening (:class:`ZqDriver`), in this order, so that nothing is touched before it is known good:
 
@@ -40,8 +42,12 @@ one-beat probe frame, answered with an error frame without computing. ``engine_i
 
 The frame protocol: :meth:`ZqDriver.classify` (one ``ap_start`` per frame, ``ap_done`` seen once:
 it is clear-on-read) and :meth:`ZqDriver.stream` (``auto_restart``; the MM2S transfer of frame k+1
-while the engine computes frame k; results in order), and their asyncio versions, which wait on
-the interrupts (the engine's ``ap_done``, the DMA channels' completion **and error** interrupts).
+while the engine computes frame k; results in order; ``auto_restart`` cleared before the last
+frame's result can leave, then ``ap_idle`` checked: Vitis's block reports no per-call ``ap_done``
+under ``auto_restart``, so a stream waits on the DMA only), and their asyncio versions, which wait
+on the interrupts (the engine's ``ap_done`` through ``IP_ISR``: cleared by reading it and writing
+back what was read, right for Vitis 2022.1's clear-on-read and later toggle-on-write; the DMA
+channels' completion **and error** interrupts).
 An error frame raises :class:`EngineStatusError` with ``status`` decoded; after ``address_range``,
 ``weight_image`` or an AXI4 error the weight image is copied and flushed again and ``wts``/``act``
 rewritten. ``wts``/``act`` are compared with the buffers before every call and rewritten when the

@@ -193,13 +193,14 @@ def test_doctor_allocation_failure_is_the_cma_step(board, capfd):
 @pytest.mark.parametrize("case", ["two days older", "newer than the .bit", "another design"])
 def test_doctor_pairs_bit_and_hwh_by_content(board, capfd, case):
     """A .hwh from another build (same IPs, so pairing by IP name passes) fails step 1."""
+    from zynqflow.sim.csim.runner import ap_types_dir
     from zynqflow.sim.world.vitis_hwh import hls_control_registers, write_hwh, write_bitfile
 
     if case == "two days older":
         write_bitfile(board.bit, date="2023/11/29")
         want = "stale zynqnet-tiny_pynq-z2.hwh"
     elif case == "newer than the .bit":
-        write_hwh(board.bit.with_suffix(".hwh"), hls_control_registers(board.dir), timestamp="Mon Nov 27 12:00:00 2023")
+        write_hwh(board.bit.with_suffix(".hwh"), hls_control_registers(board.dir, ap_types_dir()), timestamp="Mon Nov 27 12:00:00 2023")
         want = "is newer than zynqnet-tiny_pynq-z2.bit"
     else:
         write_bitfile(board.bit, design="base_wrapper")

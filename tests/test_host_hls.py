@@ -39,6 +39,12 @@ def frames(tiny) -> np.ndarray:
     return np.concatenate([vec, rng.integers(0, 256, (8,) + tiny.input_shape, dtype=np.uint8)])
 
 
+def _ap_types():
+    from zynqflow.sim.csim.runner import ap_types_dir
+
+    return ap_types_dir()
+
+
 def _open(tiny, tmp_path, **kw):
     from zynqflow.sim.csim.hls_host import open_hls
 
@@ -96,10 +102,10 @@ def test_zq_top_registers_from_its_arguments(tiny):
     from zynqflow.sim.csim.runner import ap_types_dir
     from zynqflow.sim.world.vitis_axilite import HLS_DIR, AxiliteError, allocate_source, preprocess, top_from_source
 
-    regs = {r.name: dict(address_offset=r.offset) for r in top_from_source(tiny.dir)}
+    regs = {r.name: dict(address_offset=r.offset) for r in top_from_source(tiny.dir, ap_types_dir())}
     rm = RegMap("hls")
     assert check_register_offsets(dict(rm.offsets), regs) == dict(rm.offsets)      # all compared, all equal
-    assert {r.name: r.access for r in top_from_source(tiny.dir)}["status_ctrl"] == "read-only"
+    assert {r.name: r.access for r in top_from_source(tiny.dir, ap_types_dir())}["status_ctrl"] == "read-only"
     text = preprocess(HLS_DIR / "zq_top.cpp", [tiny.dir, HLS_DIR, ap_types_dir()])
     assert "mode=s_axilite port=frames_done offset=0x38" in text
     with pytest.raises(AxiliteError, match="port frames_done at 0x2c..0x33 overlaps port status"):
@@ -121,7 +127,7 @@ def test_vitis_control_block_behaviour(generation, tiny):
     from zynqflow.sim.world.vitis_ctrl import AP_DONE, AP_IDLE, AP_READY, AP_START, AUTO_RESTART, VitisControl
     from zynqflow.sim.world.vitis_hwh import hls_control_registers
 
-    regs = {r["name"]: dict(address_offset=r["offset"]) for r in hls_control_registers(tiny.dir)}
+    regs = {r["name"]: dict(address_offset=r["offset"]) for r in hls_control_registers(tiny.dir, _ap_types())}
     c = VitisControl(regs, generation)
     off = {n: r["address_offset"] for n, r in regs.items()}
     assert c.read(off["CTRL"]) == AP_IDLE
@@ -179,7 +185,7 @@ def test_hwh_read_by_pynq(tiny, tmp_path):
     reads it): the same IPs, addresses, registers and interrupt pins as the simulation reads."""
     from zynqflow.sim.world.vitis_hwh import hls_control_registers, pynq_ip_dict, read_hwh, write_hwh
 
-    hwh = write_hwh(tmp_path / "x.hwh", hls_control_registers(tiny.dir))
+    hwh = write_hwh(tmp_path / "x.hwh", hls_control_registers(tiny.dir, _ap_types()))
     ours = read_hwh(hwh)
     regs = ours["zq_top_0"]["registers"]
     assert ours["zq_top_0"]["type"] == "zynqflow.org:hls:zq_top:1.0" and ours["zq_top_0"]["phys_addr"] == 0x4000_0000
@@ -196,6 +202,16 @@ def test_hwh_read_by_pynq(tiny, tmp_path):
     assert ip["processing_system7_0"]["parameters"]["PCW_FPGA0_PERIPHERAL_FREQMHZ"] == "100"
     assert {k: v["index"] for k, v in pins.items() if not k.startswith("irq_concat")} == {
         "zq_top_0/interrupt": 0, "axi_dma_0/mm2s_introut": 1, "axi_dma_0/s2mm_introut": 2}
+    # the RTL twin's .hwh the cocotb host jobs write (sim/rtl/tb_host.py): the same writer, read the same
+    from zynqflow.sim.world.pynq_shim import vitis_hwh_registers
+    from zynqflow.sim.world.vitis_hwh import registers_from_offsets
+    from zynqflow.spec import engine as E
+
+    offs = {n: r["address_offset"] for n, r in vitis_hwh_registers(E.offsets("rtl")).items()}
+    rtl = write_hwh(tmp_path / "rtl.hwh", registers_from_offsets(offs))
+    ip, _ = pynq_ip_dict(rtl)
+    assert ip["zq_top_0"]["registers"] == read_hwh(rtl)["zq_top_0"]["registers"]
+    assert {n: r["address_offset"] for n, r in ip["zq_top_0"]["registers"].items()} == offs
 
 
 # ---- the driver through it -----------------------------------------------------------------------

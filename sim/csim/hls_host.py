@@ -364,12 +364,12 @@ class HlsOverlay:
     def __init__(self, export: Export, hwh, faults=(), period_ns: float = 10.0, csim=None,
                  generation: str = "2023.2", interrupts: bool = True, host_cycles: int = 0,
                  out_fifo_frames: int = 0):
-        from zynqflow.sim.csim.runner import CSim
+        from zynqflow.sim.csim.runner import CSim, ap_types_dir
 
         self.export = export
         self.csim = csim or CSim(export.dir)
         # the bitstream's design is the C-sim engine's network (which may differ from the driver's export)
-        self.hwh = write_hwh(hwh, hls_control_registers(self.csim.export_dir), interrupts=interrupts)
+        self.hwh = write_hwh(hwh, hls_control_registers(self.csim.export_dir, ap_types_dir()), interrupts=interrupts)
         self.ip_dict = read_hwh(self.hwh)
         self.clock_dict = {0: {"enable": 1, "divisor0": 10, "divisor1": 1}}
         self.device = HlsDevice(export, self.csim, self.ip_dict["zq_top_0"]["registers"], faults, period_ns,

@@ -39,7 +39,7 @@ verilog/detect_and_recognize_control_s_axi.v
 ==============================================  =======  ==============================================
 
 :func:`top_from_source` runs the preprocessor on the HLS source (``g++ -E``, the include path the C
-simulation uses: the export's ``net_params.h``, ``hls/``, the ``ap_types``); the interface pragmas of
+simulation uses: the export's ``net_params.h``, ``hls/``, the ``ap_types`` the caller names); the interface pragmas of
 ``zq_top`` sit outside any ``__SYNTHESIS__`` conditional, so what it sees is what Vitis sees.
 """
 
@@ -227,16 +227,15 @@ def allocate_source(text: str, top: str) -> list[Register]:
 
 
 @functools.lru_cache(maxsize=8)
-def _top_cached(export_dir: str, hls_dir: str, top: str) -> tuple[Register, ...]:
-    from zynqflow.sim.csim.runner import ap_types_dir
-
-    text = preprocess(Path(hls_dir) / f"{top}.cpp", [Path(export_dir), Path(hls_dir), ap_types_dir()])
+def _top_cached(export_dir: str, ap_types: str, hls_dir: str, top: str) -> tuple[Register, ...]:
+    text = preprocess(Path(hls_dir) / f"{top}.cpp", [Path(export_dir), Path(hls_dir), Path(ap_types)])
     return tuple(allocate_source(text, top))
 
 
-def top_from_source(export_dir, hls_dir: Path = HLS_DIR, top: str = "zq_top") -> list[Register]:
-    """The register map Vitis gives ``top`` (``hls/<top>.cpp``) for the export in ``export_dir``."""
-    return list(_top_cached(str(Path(export_dir).resolve()), str(Path(hls_dir).resolve()), top))
+def top_from_source(export_dir, ap_types, hls_dir: Path = HLS_DIR, top: str = "zq_top") -> list[Register]:
+    """The register map Vitis gives ``top`` (``hls/<top>.cpp``) for the export in ``export_dir``
+    (``net_params.h``); ``ap_types``: the directory of ``ap_int.h`` / ``hls_stream.h``."""
+    return list(_top_cached(str(Path(export_dir).resolve()), str(ap_types), str(Path(hls_dir).resolve()), top))
 
 
 # UG1399 / the generated component.xml: the block-level registers' descriptions and fields

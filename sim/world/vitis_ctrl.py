@@ -1,5 +1,5 @@
-"""The ``s_axilite`` control block Vitis HLS generates for an ``ap_ctrl_hs`` top function, as a
-register model of **both generations** of it, built from the generated Verilog
+"""The ``s_axilite`` control block Vitis HLS generates for an ``ap_ctrl_hs`` top function (UG1399,
+"S_AXILITE Control Register Map"), as a register model of **both generations** of it, built from the generated Verilog
 (``<top>_control_s_axi.v``), not from :mod:`zynqflow.spec.engine`; the registers (names, offsets)
 come from the ``.hwh`` (:func:`zynqflow.sim.world.vitis_hwh.read_hwh`).
 

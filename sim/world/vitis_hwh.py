@@ -42,13 +42,14 @@ VIVADO_VERSION = "2023.2"
 ACCEL_BASE, DMA_BASE, INTC_BASE = 0x4000_0000, 0x4040_0000, 0x4180_0000
 
 
-def hls_control_registers(export_dir, hls_dir=None) -> list[dict]:
+def hls_control_registers(export_dir, ap_types, hls_dir=None) -> list[dict]:
     """The ``s_axilite`` registers Vitis generates for ``zq_top`` (built for the export in
-    ``export_dir``), from its argument list and interface pragmas (:mod:`~zynqflow.sim.world.vitis_axilite`),
-    as :func:`write_hwh` takes them: [{"name", "offset", "access", "description", "fields"}]."""
+    ``export_dir``; ``ap_types``: the ap_types headers' directory), from its argument list and
+    interface pragmas (:mod:`~zynqflow.sim.world.vitis_axilite`), as :func:`write_hwh` takes them:
+    [{"name", "offset", "access", "description", "fields"}]."""
     from zynqflow.sim.world import vitis_axilite as V
 
-    regs = V.top_from_source(export_dir, **({"hls_dir": Path(hls_dir)} if hls_dir else {}))
+    regs = V.top_from_source(export_dir, ap_types, **({"hls_dir": Path(hls_dir)} if hls_dir else {}))
     return [dict(name=r.name, offset=r.offset, access=r.access, description=r.description, fields=list(r.fields))
             for r in regs]
 
