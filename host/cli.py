@@ -512,7 +512,8 @@ def build_parser() -> argparse.ArgumentParser:
     _common(i)
     i.set_defaults(func=cmd_info)
     d = sub.add_parser("doctor", help="first bring-up: checks every layer bottom up, each passed or failed "
-                                      "with the fix (files, IPs, registers, DMA, clock, network ID, weights, a frame)")
+                                      "with the fix (environment, .bit/.hwh and the overlay, IPs, registers, DMA, "
+                                      "clock, DMA and CMA, network ID, weights, a frame)")
     _common(d, backend_help="pynq on a board; rtl: the same checks against the RTL simulation")
     d.set_defaults(func=cmd_doctor)
     # `zynqflow import ...` goes to the importer before this parser (main); listed here for --help

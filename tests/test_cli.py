@@ -162,10 +162,10 @@ def _fake_board(monkeypatch, error: str):
 
     calls = []
 
-    def open_board(export, **kw):
+    def open_driver(export, **kw):
         calls.append(kw)
         raise BackendError(error)
-    monkeypatch.setattr(board, "open_board", open_board)
+    monkeypatch.setattr(board, "open_driver", open_driver)
     return calls
 
 

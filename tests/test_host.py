@@ -468,14 +468,14 @@ def test_weights_bin_checked_before_the_board_is_touched(tiny, tmp_path, monkeyp
     wb.unlink()
     with pytest.raises(WeightImageError, match=r"weights.bin: no weight image"):
         Export(part).weight_image()
-    # open_board: refused before the bitstream is loaded
+    # open_driver: refused before the bitstream is loaded
     wb.write_bytes(patched(8, ex.network_id ^ 1))
     (part / "zynqnet-tiny_pynq-z2.bit").write_bytes(b"\0")
     (part / "zynqnet-tiny_pynq-z2.hwh").write_text("<hwh/>")
     loads = []
     monkeypatch.setattr(board, "load_overlay", lambda *a, **k: loads.append(a))
     with pytest.raises(WeightImageError, match="header field net_id"):
-        board.open_board(Export(part))
+        board.open_driver(Export(part))
     assert loads == []
     rc = cli.main(["info", "--export", str(part), "--json"])
     info = json.loads(capsys.readouterr().out)
