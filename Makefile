@@ -80,8 +80,14 @@ $(STAMP): pyproject.toml setup.cfg scripts/setup.sh
 	@PYTHON=$(PYTHON) VENV=$(VENV) bash scripts/setup.sh
 	@touch $@
 
+# TEST_JOBS: test processes (pytest-xdist, -n; tests that share a build run in one process, see
+# tests/conftest.py); TEST_JOBS=1, or xdist not installed: one process. TEST_ARGS: more pytest arguments.
+TEST_JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+TEST_ARGS ?=
 test: $(STAMP)
-	$(PY) -m pytest -q
+	@if [ "$(TEST_JOBS)" != 1 ] && $(PY) -c "import xdist" 2>/dev/null; then \
+	  x="-n $(TEST_JOBS) --dist loadgroup"; else x=""; echo "make test: one process (TEST_JOBS=1 or no pytest-xdist)"; fi; \
+	  echo "$(PY) -m pytest -q $$x $(TEST_ARGS)"; $(PY) -m pytest -q $$x $(TEST_ARGS)
 
 test-fast: $(STAMP)
 	$(PY) -m pytest -q -x -m "not slow"

@@ -24,7 +24,6 @@ stops, so the storage is always consistent and the next run resumes.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import math
 import os
@@ -38,7 +37,7 @@ from pathlib import Path
 import optuna
 from optuna.trial import TrialState
 
-from zynqflow.spec.paths import BUILD
+from zynqflow.spec.paths import BUILD, file_lock
 from zynqflow.spec.topology import CIFAR10_CLASSES, FASHION_CLASSES
 
 from . import hw_model
@@ -337,13 +336,8 @@ def _file_lock(path: Path | None):
     if path is None:
         yield
         return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
+    with file_lock(path):
+        yield
 
 
 def _sigterm_as_interrupt():

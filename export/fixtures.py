@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from zynqflow.spec.paths import REPO
+from zynqflow.spec.paths import REPO, file_lock
 
 from .plan import EngineParams
 
@@ -26,6 +26,12 @@ FORMAT = 8   # bump to invalidate cached exports
 def _fresh(out: Path, stamp: dict) -> bool:
     f = out / "rtl_export.json"
     return (out / "manifest.json").exists() and f.exists() and json.loads(f.read_text()) == stamp
+
+
+def _lock(out: Path):
+    """One process makes a cached export at a time (test workers, benches); the others wait, then
+    find it fresh."""
+    return file_lock(out.parent / f".{out.name}.lock")
 
 
 def random_qnet(cfg, seed: int, vectors: int = 16):
@@ -70,7 +76,10 @@ def random_export(name: str, seed: int = 0, vectors: int = 16, n_pe: int = 16, n
     if _fresh(out, stamp):
         return out
     from zynqflow.spec.topology import get_config
-    return _export_random(get_config(name, input_size=input_size), out, seed, vectors, engine, stamp)
+    with _lock(out):
+        if _fresh(out, stamp):
+            return out
+        return _export_random(get_config(name, input_size=input_size), out, seed, vectors, engine, stamp)
 
 
 def variant_config(which: str):
@@ -137,7 +146,10 @@ def variant_export(which: str, seed: int = 0, vectors: int = 8) -> Path:
     stamp = dict(kind="variant", which=which, seed=seed, vectors=vectors, format=FORMAT)
     if _fresh(out, stamp):
         return out
-    return _export_random(cfg, out, seed, vectors, engine, stamp)
+    with _lock(out):
+        if _fresh(out, stamp):
+            return out
+        return _export_random(cfg, out, seed, vectors, engine, stamp)
 
 
 # The HLS engine's test networks (tests/test_hls_hazard.py, make bench's hls_exact part): a cached
@@ -169,6 +181,8 @@ def checkpoint_export(ckpt: Path, frames: int = 8, data: str = "fashion-mnist",
     test = load_dataset(data, None, qnet.cfg.input_size).test
     labels = test.labels[:frames]
     if not _fresh(out, stamp):
-        export(qnet, out, test.hwc()[:frames], engine)
-        (out / "rtl_export.json").write_text(json.dumps(stamp))
+        with _lock(out):
+            if not _fresh(out, stamp):
+                export(qnet, out, test.hwc()[:frames], engine)
+                (out / "rtl_export.json").write_text(json.dumps(stamp))
     return out, labels

@@ -37,8 +37,6 @@ a test class that train lacks, fewer than two classes, a folder of another layou
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import hashlib
 import json
 import os
@@ -51,7 +49,7 @@ from pathlib import Path
 
 import numpy as np
 
-from zynqflow.spec.paths import BUILD
+from zynqflow.spec.paths import BUILD, file_lock
 
 CACHE_VERSION = 1             # bump when the cache format or the decoding changes
 DEFAULT_SPLIT = 0.1
@@ -308,17 +306,6 @@ def _decode_split(root: Path, rels: list[str], out_path: Path, shape, recipe, co
     return sorted(bad)
 
 
-@contextlib.contextmanager
-def _lock(path: Path):
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a+") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
-
-
 def cache_key(lst: Listing, shape, recipe: dict, content: int | None, skip_bad: bool) -> str:
     blob = json.dumps(dict(version=CACHE_VERSION, layout=lst.layout, classes=lst.class_names, split=lst.split,
                            files=lst.stat_key(), shape=list(shape), recipe=recipe, content=content,
@@ -361,7 +348,7 @@ def build_cache(lst: Listing, shape: tuple[int, int, int], recipe: dict, content
     key = cache_key(lst, shape, recipe, content, skip_bad)
     final = base / key
     t0 = time.time()
-    with _lock(base / ".lock"):
+    with file_lock(base / ".lock"):
         if (final / "meta.json").is_file():
             return FolderCache(final, json.loads((final / "meta.json").read_text()), False, time.time() - t0)
         stage = base / f".{key}.tmp-{os.getpid()}"

@@ -194,6 +194,7 @@ def test_hang_names_layer_and_cycle():
     assert e.value.cycle is not None and f"at cycle {e.value.cycle}" in msg
 
 
+@pytest.mark.xdist_group("fast-zynqnet")
 def test_full_zynqnet_pynq_z2():
     """The 256x256 ZynqNet (16x16 engine, three tensors in DDR, weights streamed) under pynq-z2:
     bit-exact, every layer within 3 % of the cycle model under the same preset, and at least

@@ -389,6 +389,7 @@ def test_rtl_fast_backend(ref, capsys):
 
 
 # ---- the full ZynqNet --------------------------------------------------------------------------
+@pytest.mark.xdist_group("fast-zynqnet")
 def test_full_zynqnet_two_frames():
     """The 256x256 ZynqNet (random weights, 16x16 engine, three tensors in DDR, the weight image
     streamed each frame): two frames back to back, bit-exact; every layer within 3 % of the cycle

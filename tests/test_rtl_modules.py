@@ -83,10 +83,11 @@ SLOW: dict[str, list[dict]] = {
 def _cases():
     for module, sets in PARAMS.items():
         for p in sets:
-            yield pytest.param(module, p, id=f"{module}-{params_tag(p)}")
+            yield pytest.param(module, p, id=f"{module}-{params_tag(p)}", marks=pytest.mark.xdist_group(module))
     for module, sets in SLOW.items():
         for p in sets:
-            yield pytest.param(module, p, id=f"{module}-{params_tag(p)}", marks=pytest.mark.slow)
+            yield pytest.param(module, p, id=f"{module}-{params_tag(p)}",
+                               marks=[pytest.mark.slow, pytest.mark.xdist_group(module)])
 
 
 def test_every_module_has_a_testbench():

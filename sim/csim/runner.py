@@ -45,7 +45,7 @@ import numpy as np
 from zynqflow.spec import engine as E
 from zynqflow.spec.cycles_hls import COUNTERS  # hls/zq_count.h's enum Counter, in order
 from zynqflow.spec.golden import check_frames
-from zynqflow.spec.paths import REPO
+from zynqflow.spec.paths import REPO, file_lock
 
 HLS_DIR = REPO / "hls"
 HEADERS = tuple(sorted(p.relative_to(HLS_DIR).as_posix() for p in [*HLS_DIR.glob("*.h"), *HLS_DIR.glob("csim/*.h")]))
@@ -131,7 +131,13 @@ def _run_cmd(cmd: list[str]) -> None:
 def _compile(sources: list[str], export_dir: Path, out: Path, flavor: str, defines: list[str],
              shared: bool) -> Path:
     """Compile ``sources`` (relative to hls/) to objects (in parallel, cached)
-    and link them into ``out``; returns ``out``."""
+    and link them into ``out``; returns ``out``. Processes building into the same objects take turns."""
+    with file_lock(out.parent / "obj" / f".{flavor}.lock"):
+        return _compile_locked(sources, export_dir, out, flavor, defines, shared)
+
+
+def _compile_locked(sources: list[str], export_dir: Path, out: Path, flavor: str, defines: list[str],
+                    shared: bool) -> Path:
     cxx = compiler()
     inc = [f"-I{export_dir}", f"-I{HLS_DIR}", "-isystem", str(ap_types_dir())]
     deps = [HLS_DIR / h for h in HEADERS] + [export_dir / "net_params.h"]
