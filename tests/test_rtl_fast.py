@@ -215,7 +215,8 @@ def test_axi_mem_unit(tmp_path):
     outstanding limits, the 4 KiB check, random gaps and stalls on every channel; the memory
     presets' rules: per-port token bucket, one shared budget for two ports and a charged stream,
     refresh, AWREADY withheld until a W beat waits, the outstanding-limit checker, reads answered
-    across a DUT reset."""
+    across a DUT reset; the quiet fast path against the full model under a random master, output
+    for output and cycle for cycle."""
     exe = tmp_path / "test_axi_mem"
     cc = subprocess.run(["g++", "-std=c++17", "-O1", "-Wall", "-Wextra", "-Werror", f"-I{rf.HARNESS_DIR}",
                          str(rf.HARNESS_DIR / "test_axi_mem.cpp"), "-o", str(exe)], capture_output=True, text=True)
@@ -234,6 +235,7 @@ def test_axi_mem_unit(tmp_path):
     assert 3700 <= v["shared_beats"] <= 3760 and v["refresh_cycles"] == 260
     assert v["aw_waits_w_after_b"] == 0 and v["aw_waits_w_first_b"] == 1 and v["outstanding_errors"] == 2
     assert v["reset_drop_late_beats"] == 0 and v["reset_keep_late_beats"] == 16
+    assert v["fast_path_quiet_cycles"] > 20_000
 
 
 # the echo DUT implements this subset of the specification's RTL register map
