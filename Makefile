@@ -158,7 +158,8 @@ rtl-sim: export
 # streams (probability 0.3 per cycle; or BACKPRESSURE=<p>) -> build/<net>/rtl_bench_backpressure.json.
 # MEMORY=pynq-z2 (default)|ideal|stress: the DDR behind the engine's AXI4 masters (spec.engine.MEMORY_PRESETS,
 # recorded as memory_preset); SEEDS=N runs the frames under N seeds of the memory's random gaps and stalls
-# (one simulator per seed, over the cores) and counts hangs and mismatches.
+# (one simulator per seed, over the cores) and counts hangs and mismatches. SIM_OPT=quick|o2|native|pgo: the
+# simulator's C++ build (default: pgo, profile-guided and cached, for the whole test set; zynqflow.sim.harness.rtl_fast).
 BACKPRESSURE ?= 0
 MEMORY  ?= pynq-z2
 SEEDS   ?=
@@ -166,7 +167,8 @@ RTL_BENCH_FRAMES := $(if $(filter command line,$(origin FRAMES)),$(FRAMES),0)
 RTL_BENCH_BP := $(if $(filter 1,$(BACKPRESSURE)),0.3,$(BACKPRESSURE))
 rtl-bench: export
 	$(PY) -m zynqflow.bench.rtl_bench --export $(EXPORT) --frames $(RTL_BENCH_FRAMES) --data $(DATA) $(DATA_ARG) \
-	    --backpressure $(RTL_BENCH_BP) --memory $(MEMORY) $(if $(SEEDS),--seeds $(SEEDS),)
+	    --backpressure $(RTL_BENCH_BP) --memory $(MEMORY) $(if $(SEEDS),--seeds $(SEEDS),) \
+	    $(if $(SIM_OPT),--opt $(SIM_OPT),)
 
 synth-estimate: export
 	$(PY) -m zynqflow.bench.synth_estimate $(EXPORT)

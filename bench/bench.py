@@ -210,9 +210,9 @@ def bench_memory(out: Path, workers: int | None = None) -> dict:
 
     ex = zynqnet_export()
     plan = load_plan(ex)
-    lib = rf.FastBuild(ex).build()
-    spec = rf.SimSpec.for_export(lib, ex)
     pts = memory_points()
+    lib = rf.FastBuild(ex, opt=rf.run_opt(ex, 2 * len(pts))).build()
+    spec = rf.SimSpec.for_export(lib, ex)
     x = np.random.default_rng(7).integers(0, 256, (2, 256, 256, 3), dtype=np.uint8)
     gold = rf.golden(ex, x)
     t0 = time.time()
