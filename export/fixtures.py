@@ -20,7 +20,7 @@ from .plan import EngineParams
 
 EXPORT_ROOT = REPO / "build" / "sim" / "exports"
 REFERENCE_CKPT = REPO / "model" / "reference" / "zynqnet-mini" / "fashion-mnist" / "checkpoint.pt"
-FORMAT = 8   # bump to invalidate cached exports
+FORMAT = 9   # bump to invalidate cached exports (9: the RTL's 5-stage requantizer, issue 24)
 
 
 def _fresh(out: Path, stamp: dict) -> bool:

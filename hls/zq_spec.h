@@ -36,11 +36,11 @@ constexpr int AXI_LINE_BYTES = 128;
 constexpr int RTL_PIPE_ADDR = 3;
 constexpr int RTL_PIPE_READ = 3;
 constexpr int RTL_PIPE_MAC = 8;
-constexpr int RTL_PIPE_REQUANT = 4;
+constexpr int RTL_PIPE_REQUANT = 5;
 constexpr int RTL_PIPE_WRITEBACK = 1;
-constexpr int RTL_PIPE_DEPTH = 19;
+constexpr int RTL_PIPE_DEPTH = 20;
 constexpr int RTL_OUT_FIFO_UNITS = 64;
-constexpr int RTL_OUT_FIFO_MARGIN = 24;
+constexpr int RTL_OUT_FIFO_MARGIN = 25;
 constexpr int RTL_LAYER_DRAIN = 4;
 
 // Status register bits (STATUS_BITS)
