@@ -165,16 +165,24 @@ module zq_wdma #(
                     hdr_bad <= !(err_seen || rd_err);
             end
             if (p_words) begin
-                word <= {rd_data, word[BPW*DW-1:DW]};
                 if (32'(wbeat) == BPW - 1) begin
                     wbeat     <= '0;
                     w_wr_en   <= 1'b1;
-                    w_wr_addr <= WR_W'(loaded);
-                    w_wr_data <= {rd_data, word[BPW*DW-1:DW]};
                     loaded    <= loaded + 24'd1;
                 end else begin
                     wbeat <= wbeat + 1'b1;
                 end
+            end
+        end
+    end
+    // the word being assembled and the ring's write port: data, used only with w_wr_en, so neither
+    // reset nor start gates their enables (thousands of flip-flops: a short enable path)
+    always_ff @(posedge clk) begin
+        if (rd_valid && p_words) begin
+            word <= {rd_data, word[BPW*DW-1:DW]};
+            if (32'(wbeat) == BPW - 1) begin
+                w_wr_addr <= WR_W'(loaded);
+                w_wr_data <= {rd_data, word[BPW*DW-1:DW]};
             end
         end
     end
