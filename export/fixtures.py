@@ -9,7 +9,7 @@ that reach the corners of the engine the presets do not."""
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import numpy as np
@@ -20,7 +20,7 @@ from .plan import EngineParams
 
 EXPORT_ROOT = REPO / "build" / "sim" / "exports"
 REFERENCE_CKPT = REPO / "model" / "reference" / "zynqnet-mini" / "fashion-mnist" / "checkpoint.pt"
-FORMAT = 8   # bump to invalidate cached exports
+FORMAT = 9   # bump to invalidate cached exports (9: the RTL's 5-stage requantizer, issue 24)
 
 
 def _fresh(out: Path, stamp: dict) -> bool:
@@ -140,10 +140,16 @@ def variant_config(which: str):
     raise ValueError(f"unknown variant {which!r}")
 
 
-def variant_export(which: str, seed: int = 0, vectors: int = 8) -> Path:
-    cfg, engine = variant_config(which)
-    out = EXPORT_ROOT / f"{cfg.name}-random{seed}-pe{engine.n_pe}ci{engine.n_ci}"
+def variant_export(which: str, seed: int = 0, vectors: int = 8, engine: tuple[int, int] | None = None) -> Path:
+    """A :func:`variant_config` network exported for its engine, or for ``engine`` = (n_pe, n_ci) with
+    the variant's memory budgets."""
+    cfg, params = variant_config(which)
     stamp = dict(kind="variant", which=which, seed=seed, vectors=vectors, format=FORMAT)
+    if engine is not None:
+        params = replace(params, n_pe=engine[0], n_ci=engine[1])
+        stamp["engine"] = asdict(params)
+    engine = params
+    out = EXPORT_ROOT / f"{cfg.name}-random{seed}-pe{engine.n_pe}ci{engine.n_ci}"
     if _fresh(out, stamp):
         return out
     with _lock(out):

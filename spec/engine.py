@@ -54,8 +54,8 @@ AXI_LINE_BYTES = AXI_BURST_BEATS * AXI_DATA_BITS // 8   # 128: the DMAs' bursts 
 RTL_PIPE_ADDR = 3        # zq_loop_gen: L1 (taps, bounds), L2 (row terms), S0 (the step)
 RTL_PIPE_READ = 3        # activation RAM and weight-ring read: S0 -> S3
 RTL_PIPE_MAC = 8         # zq_mac_array: S3 -> S11
-RTL_PIPE_REQUANT = 4     # zq_requant: S11 -> S15
-RTL_PIPE_WRITEBACK = 1   # S16: the write-back registers (activation RAM, output FIFO, GAP sums)
+RTL_PIPE_REQUANT = 5     # zq_requant: S11 -> S16
+RTL_PIPE_WRITEBACK = 1   # S17: the write-back registers (activation RAM, output FIFO, GAP sums)
 RTL_PIPE_DEPTH = RTL_PIPE_ADDR + RTL_PIPE_READ + RTL_PIPE_MAC + RTL_PIPE_REQUANT + RTL_PIPE_WRITEBACK
 # zq_out_dma's data FIFO (N_PE-byte result units) asks the loop to stop (`full`, registered)
 # while fewer than RTL_OUT_FIFO_MARGIN units are free: the steps issued until the loop sees it

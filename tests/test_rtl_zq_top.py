@@ -69,9 +69,9 @@ def run(export_dir, rtl, testcase, run_name=None, **env):
 def issue_cycles(l) -> int:
     """Cycles of a layer that never waits: its MAC steps, one G_BAND cycle per band, one bias
     step per (band, group) block, and the fixed per-layer overhead (counted in zq_top/zq_loop_gen/
-    zq_core: row fetch, decode, write-wait check, start, G_IDLE, G_PREP; G_END, the 19-stage
+    zq_core: row fetch, decode, write-wait check, start, G_IDLE, G_PREP; G_END, the 20-stage
     pipeline, the busy register and T_DRAIN)."""
-    return l.mac_cycles + l.n_bands * (1 + l.co_groups) + 28
+    return l.mac_cycles + l.n_bands * (1 + l.co_groups) + 29
 
 
 def check_layers(ex, measured: list[dict], tol: float = 0.03, first_frame: bool = False) -> None:
@@ -81,7 +81,7 @@ def check_layers(ex, measured: list[dict], tol: float = 0.03, first_frame: bool 
     plan = load_plan(ex)
     model = predict(plan, cached=not first_frame)["layers"]
     man = json.loads((ex / "manifest.json").read_text())
-    assert RTL_TIMING.layer_overhead == 28
+    assert RTL_TIMING.layer_overhead == 29
     for m, p, pl, ml in zip(measured, model, plan.layers, man["layers"]):
         assert abs(p["cycles"] - m["cycles"]) <= tol * m["cycles"], (m, p)
         if m["stalls"] == 0:
