@@ -8,3 +8,16 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 BUILD = REPO / "build"
+
+
+def repo_relative(path) -> str:
+    """``path`` relative to the checkout when it is a path inside it, else as given (a preset or
+    dataset name, a path elsewhere): what files that may be committed (metrics, reports) record,
+    so that no developer machine's directory lands in git."""
+    p = Path(path)
+    if not p.is_absolute() and not p.exists():
+        return str(path)            # a name, not a path here
+    try:
+        return p.resolve().relative_to(REPO).as_posix()
+    except ValueError:
+        return str(path)
