@@ -186,7 +186,9 @@ def _lr_at(base: float, step: int, total: int, warmup: int) -> float:
     return 0.5 * base * (1 + math.cos(math.pi * min(1.0, t)))
 
 
-def run(tc: TrainConfig) -> dict:
+def run(tc: TrainConfig, on_epoch=None) -> dict:
+    """Train ``tc``; ``on_epoch(record)``, when given, is called after each epoch's record and checkpoint are
+    written (e.g. the co-design search's test hook that holds a trial mid-training)."""
     world, rank, local = _dist_info()
     if world > 1 and not dist.is_initialized():
         dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
@@ -337,6 +339,8 @@ def run(tc: TrainConfig) -> dict:
                       train=dict(epoch=epoch + 1, qat=qat, float_top1=float_top1, done=False))
             torch.save(ck, ck_path.with_suffix(".tmp"))
             os.replace(ck_path.with_suffix(".tmp"), ck_path)
+        if on_epoch is not None:
+            on_epoch(rec)
 
     if not net.act_formats:  # qat_epochs == 0: post-training quantization only
         float_top1 = float_accuracy(net, test_split, device=device)
