@@ -45,6 +45,7 @@ import torch.nn.functional as F
 from tqdm import tqdm
 
 from zynqflow.spec.topology import PRESETS, DesignRuleError, NetConfig, check_rules, get_config
+from zynqflow.spec.paths import repo_relative
 
 from .data import Dataset, DatasetError, Split, augment, batches, dataset_tag, load_dataset
 from .net import ZynqNet
@@ -373,7 +374,9 @@ def run(tc: TrainConfig, on_epoch=None) -> dict:
                          cuda=torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
                          world_size=world),
             command=" ".join(["python -m zynqflow.model.train"] + sys.argv[1:]),
-            train_config=asdict(tc),
+            # paths inside the checkout recorded relative to it (metrics get committed as references)
+            train_config={k: repo_relative(v) if k in ("net", "data", "data_dir", "out") and v else v
+                          for k, v in asdict(tc).items()},
         )
         ck = net_cpu.checkpoint_state()
         ck.update(train_config=asdict(tc), dataset=data_info,
