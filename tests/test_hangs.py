@@ -160,8 +160,9 @@ def test_rtl_bench_golden_first_and_cached(ex, tmp_path):
 @needs_reference
 def test_fork_during_a_threads_mode_c_simulation(ex):
     """A process forks while another of its threads is inside a threads-mode C simulation (the
-    scheduler's worker pool busy, its locks and condition variable in use): each child runs a frame
-    through the same library in threads mode and gets the golden logits (before hls/csim/zq_csim.cpp
+    scheduler's worker pool busy, its locks and condition variable in use): each child resets the
+    engine it inherited mid-frame, runs a frame through the same library in threads mode and gets
+    the golden logits (before hls/csim/zq_csim.cpp
     reset its scheduler after a fork, the child hung on the parent's condition variable, 3 of 3 tries),
     and the parent's run finishes bit-exact. A child that hangs ends itself (SIGALRM): no wait here is
     unbounded."""
@@ -189,13 +190,15 @@ def test_fork_during_a_threads_mode_c_simulation(ex):
             code = 3
             try:
                 signal.alarm(CHILD_ALARM_S)
+                sim.reset()   # its engine was mid-frame (as after an aborted run on the board): ap_rst_n first
                 code = 0 if np.array_equal(sim.run(frames[:1], progress=False), gold[:1]) else 1
             finally:
                 os._exit(code)
         codes.append(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
         during += th.is_alive()
     th.join()
-    assert codes and all(c == 0 for c in codes), f"children's exit codes {codes} (-{signal.SIGALRM:d}: hung)"
+    assert codes and all(c == 0 for c in codes), \
+        f"children's exit codes {codes} (1: wrong logits, -{signal.SIGALRM:d}: hung)"
     assert during >= 1, "no child was forked while the parent's run was under way"
     assert np.array_equal(box["logits"], gold)
 
