@@ -54,14 +54,16 @@ help:
 	@echo "                     each layer on the engine under each memory preset -> build/<net>/bounds.json"
 	@echo "make export CKPT=..  integers, HLS header, RTL parameters, weight image, manifest -> build/<net>/export/"
 	@echo "                     (no checkpoint for NET: seeded random weights, SEED=0; said so)"
-	@echo "make csim            HLS C simulation with g++ -> build/<net>/<dataset>/csim.json"
-	@echo "make bench           speed and bit-exactness figures, the full ZynqNet in RTL -> build/bench/*.json"
+	@echo "make csim [OUT=f.json]  HLS C simulation with g++ -> build/<net>/<dataset>/csim.json (or OUT)"
+	@echo "make bench [OUT=dir]  speed and bit-exactness figures, the full ZynqNet in RTL -> build/bench/*.json"
+	@echo "                     (or OUT/*.json)"
 	@echo "make hls             Vitis HLS csim/csynth/cosim/export (needs vitis_hls or vitis-run)"
 	@echo "make rtl-sim         cocotb + Verilator on the RTL twin, then per-layer cycles vs the model"
 	@echo "                     -> build/<net>/rtl_perf.json"
 	@echo "make rtl-bench [FRAMES=N BACKPRESSURE=1 MEMORY=ideal|pynq-z2|stress SEEDS=N]  the test set through the"
 	@echo "                     RTL twin (free-running Verilator, one simulator per core) behind a DDR model,"
-	@echo "                     bit-exact vs golden -> build/<net>/rtl_bench.json"
+	@echo "                     bit-exact vs golden -> build/<net>/rtl_bench.json; OUT=f.json writes there instead"
+	@echo "                     (a second run keeps the first)"
 	@echo "make synth-estimate  Yosys synth_xilinx estimate -> build/<net>/resources.json, and the worst"
 	@echo "                     register-to-register paths with a routing estimate -> build/<net>/timing.json"
 	@echo "make bitstream [ENGINE=rtl|hls]  Vivado PYNQ-Z2 block design with the RTL twin (default) or the"
@@ -121,13 +123,17 @@ EXPORT_ARGS ?=
 export: $(STAMP)
 	$(PY) -m zynqflow.export $(EXPORT_SRC) --out $(EXPORT) $(DATA_ARG) $(EXPORT_ARGS)
 
+# OUT=<path> on the command line (not from the environment): where csim, rtl-bench (a .json file) and
+# bench (a directory) write, so that a second run keeps the first; default paths as below
+OUT_ARG = $(if $(filter-out environment% undefined,$(origin OUT)),$(OUT))
 csim: export
 	$(PY) -m zynqflow.bench.csim_eval --export $(EXPORT) --ckpt $(CKPT) --frames $(FRAMES) $(DATA_ARG) \
-	    --out build/$(NET)/$(DSET)/csim.json
+	    --out $(or $(OUT_ARG),build/$(NET)/$(DSET)/csim.json)
 
 BENCH_RTL_FRAMES ?= 10000
 bench: export
-	$(PY) -m zynqflow.bench.bench --net $(NET) --ckpt $(CKPT) $(DATA_ARG) --rtl-frames $(BENCH_RTL_FRAMES)
+	$(PY) -m zynqflow.bench.bench --net $(NET) --ckpt $(CKPT) $(DATA_ARG) --rtl-frames $(BENCH_RTL_FRAMES) \
+	    $(if $(OUT_ARG),--out $(OUT_ARG),)
 
 demo: $(STAMP)
 	$(PY) -m zynqflow.bench.demo
@@ -169,7 +175,7 @@ RTL_BENCH_BP := $(if $(filter 1,$(BACKPRESSURE)),0.3,$(BACKPRESSURE))
 rtl-bench: export
 	$(PY) -m zynqflow.bench.rtl_bench --export $(EXPORT) --frames $(RTL_BENCH_FRAMES) --data $(DATA) $(DATA_ARG) \
 	    --backpressure $(RTL_BENCH_BP) --memory $(MEMORY) $(if $(SEEDS),--seeds $(SEEDS),) \
-	    $(if $(SIM_OPT),--opt $(SIM_OPT),)
+	    $(if $(SIM_OPT),--opt $(SIM_OPT),) $(if $(OUT_ARG),--out $(OUT_ARG),)
 
 synth-estimate: export
 	$(PY) -m zynqflow.bench.synth_estimate $(EXPORT)

@@ -31,7 +31,8 @@ simulator per core and checks every frame against the golden model
 ``sim_build``                          the simulator's build: ``opt`` (``--opt``: quick, o2, native, pgo; see
                                        zynqflow.sim.harness.rtl_fast.OPT_LEVELS; by default pgo for the whole
                                        test set), ``mem_fast_path``, cache key
-``wall_seconds``                       the whole command (build check, data, simulation, golden model)
+``wall_seconds``                       the whole command (build check, data, golden model, simulation)
+``golden_seconds``, ``golden_cached``  the golden model's time, and whether its logits came from the cache
 ``cycles_per_frame``                   median, min, max of cycles_last (first input beat accepted .. last
                                        output beat accepted), checked equal to the harness's own count
 ``frame_period_cycles``                median cycles between consecutive frames back to back
@@ -48,6 +49,11 @@ simulator per core and checks every frame against the golden model
                                        its logits for the same frames (``rtl_bench_logits.npz``)
 ``machine``                            zynqflow.bench.bench.machine() before the run, and the load after
 
+The golden logits are computed before any simulator starts (so no thread of this process is inside a
+BLAS call while the simulator processes start) and cached in ``build/cache/golden/<key>.npy``, the key
+over the export's integers, the frames and the golden model's sources: a second run of the same
+export and frames reads them. Every wait on the simulators is bounded (``spec.procs``).
+
 Exit status 0 when every frame matches; 1 on a mismatch (the first differing frame and logit are
 printed), a hang or an AXI protocol error; 2 when it cannot run.
 """
@@ -59,7 +65,6 @@ import hashlib
 import json
 import os
 import sys
-import threading
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -72,7 +77,7 @@ from zynqflow.sim.harness.rtl_fast import (CLOCK_HZ, MAXI_PORTS, OPT_LEVELS, Fas
                                    compare_logits, cycle_budget, golden, memory_model, memory_name, run_opt,
                                    run_seeds, run_sharded)
 from zynqflow.spec.cycles import RTL_TIMING
-from zynqflow.spec.paths import REPO
+from zynqflow.spec.paths import REPO, repo_relative
 
 LABEL = "fps at 100 MHz, RTL simulation"
 
@@ -96,6 +101,50 @@ def dataset_frames(export_dir: Path, frames: int, data: str | None, data_dir: st
     test = ds.test
     n = len(test) if frames <= 0 else min(frames, len(test))
     return test.subset(n).hwc(), test.labels[:n], ds.name
+
+
+GOLDEN_CACHE = REPO / "build" / "cache" / "golden"
+GOLDEN_CACHE_KEEP = 64   # cached logit files kept (least recently used removed)
+
+
+def golden_key(export_dir: Path, frames: np.ndarray) -> str:
+    """What the golden logits of ``frames`` depend on: the export's integers, the frames, and the
+    golden model's code (every source of zynqflow.spec)."""
+    h = hashlib.sha256()
+    h.update((Path(export_dir) / "integers.npz").read_bytes())
+    h.update(repr((frames.shape, str(frames.dtype))).encode())
+    h.update(np.ascontiguousarray(frames).tobytes())
+    for src in sorted((REPO / "spec").glob("*.py")):
+        h.update(src.read_bytes())
+    return h.hexdigest()[:32]
+
+
+def golden_cached(export_dir: Path, frames: np.ndarray, cache: Path | None = None) -> tuple[np.ndarray, Path, bool]:
+    """The golden logits of ``frames`` (computed once per export content and frames, then read from
+    ``cache``/<key>.npy); with the file and whether it was cached."""
+    cache = Path(cache) if cache else GOLDEN_CACHE
+    f = cache / f"{golden_key(export_dir, frames)}.npy"
+    if f.is_file():
+        try:
+            logits = np.load(f)
+            if logits.shape[0] == len(frames):
+                os.utime(f)   # recently used
+                return logits, f, True
+        except (OSError, ValueError):
+            pass   # a torn or foreign file: computed again below
+    logits = golden(export_dir, frames)
+    try:
+        cache.mkdir(parents=True, exist_ok=True)
+        tmp = f.with_name(f".{f.name}.{os.getpid()}.tmp")
+        with open(tmp, "wb") as fh:
+            np.save(fh, logits)
+        os.replace(tmp, f)
+        old = sorted(cache.glob("*.npy"), key=lambda p: p.stat().st_mtime)[:-GOLDEN_CACHE_KEEP]
+        for p in old:
+            p.unlink(missing_ok=True)
+    except OSError:
+        pass   # a read-only checkout: not cached
+    return logits, f, False
 
 
 def memory_figures(res, man: dict, export_dir: Path, memory=None) -> dict:
@@ -214,19 +263,14 @@ def measure(export_dir: Path, frames: int = 0, data: str | None = None, data_dir
     print(f"rtl_bench: {len(x)} frames ({dname}) through the RTL of {net} on {workers} simulator(s), memory "
           f"{memory_name(memory)}{f', {len(seed_list)} seed(s)' if by_seed else ''}"
           f"{f', backpressure {backpressure}' if backpressure else ''} ...", file=sys.stderr, flush=True)
-    # the golden model runs in this process while the simulators run in theirs (numpy releases the GIL)
-    gold_box: dict = {}
-
-    def _golden() -> None:
-        t1 = time.perf_counter()
-        try:
-            gold_box["logits"] = golden(export_dir, x)
-        except BaseException as err:  # noqa: BLE001 - raised again below, in the caller's thread
-            gold_box["error"] = err
-        gold_box["seconds"] = time.perf_counter() - t1
-
-    th = threading.Thread(target=_golden, name="golden", daemon=True)
-    th.start()
+    # the golden model first, in this thread, and cached on disk: no thread of this process is
+    # inside a BLAS call while the simulators start (their pool never forks it either)
+    t1 = time.perf_counter()
+    gold, gold_cache, gold_cached = golden_cached(export_dir, x)
+    golden_s = time.perf_counter() - t1
+    print(f"rtl_bench: golden model of {len(x)} frames "
+          f"{'from the cache' if gold_cached else f'computed in {golden_s:.1f} s, cached'} "
+          f"({repo_relative(gold_cache)})", file=sys.stderr, flush=True)
     budget = cycle_budget(export_dir, backpressure, mem)
     runs = None
     if by_seed:
@@ -236,11 +280,7 @@ def measure(export_dir: Path, frames: int = 0, data: str | None = None, data_dir
     else:
         res = run_sharded(spec, x, workers=workers, backpressure=backpressure, seed=seed, frame_budget=budget,
                           progress=_progress(time.time()))
-    th.join()
-    if "error" in gold_box:
-        raise gold_box["error"]
     res.check()
-    gold, golden_s = gold_box["logits"], gold_box["seconds"]
     first = None
     if by_seed:
         bad = np.zeros(0, bool)
@@ -308,7 +348,7 @@ def measure(export_dir: Path, frames: int = 0, data: str | None = None, data_dir
         sim_build=dict(opt=build.opt, what=build.level.what, mem_fast_path=mem_fast_path, key=build.key),
         sim_cycles=sim_cycles, workers=n_workers,
         wall_seconds=None, wall_seconds_simulation=wall_sim, build_seconds=round(build_s, 2),
-        golden_seconds=round(golden_s, 2),
+        golden_seconds=round(golden_s, 2), golden_cached=gold_cached,
         cycles_per_frame=dict(median=float(np.median(cyc)), min=int(cyc.min()), max=int(cyc.max())) if n_good
         else None,
         frame_period_cycles=period, fps_at_100mhz=CLOCK_HZ / period if period else None, fps_at_100mhz_label=LABEL,

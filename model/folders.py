@@ -52,6 +52,7 @@ import numpy as np
 from zynqflow.spec.paths import BUILD, file_lock
 
 CACHE_VERSION = 1             # bump when the cache format or the decoding changes
+DECODE_WAIT_S = 900.0         # the longest wait for a decoder process to finish its (<= 256) images
 DEFAULT_SPLIT = 0.1
 SPLITS = ("train", "val", "test")
 IDX_STEMS = ("train-images-idx3-ubyte", "t10k-images-idx3-ubyte")
@@ -292,14 +293,17 @@ def _decode_split(root: Path, rels: list[str], out_path: Path, shape, recipe, co
                 bad += _decode_chunk(j)
                 if bar is not None:
                     bar.update(len(j[1]))
-        else:
-            import multiprocessing as mp
-            ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
-            with ctx.Pool(workers) as pool:
-                for j, b in zip(jobs, pool.imap(_decode_chunk, jobs)):
+        else:   # never a fork beside another running thread; every wait bounded (spec.procs)
+            from concurrent.futures import ProcessPoolExecutor
+
+            from zynqflow.spec.procs import drain, pool_context
+            with ProcessPoolExecutor(workers, mp_context=pool_context((__name__,))) as pool:
+                futs = {pool.submit(_decode_chunk, j): j for j in jobs}
+                names = {f: f"images {j[2]}..{j[2] + len(j[1]) - 1}" for f, j in futs.items()}
+                for f, b in drain(pool, names, DECODE_WAIT_S, f"{workers} image decoders on {root}"):
                     bad += b
                     if bar is not None:
-                        bar.update(len(j[1]))
+                        bar.update(len(futs[f][1]))
     finally:
         if bar is not None:
             bar.close()

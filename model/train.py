@@ -45,6 +45,7 @@ import torch.nn.functional as F
 from tqdm import tqdm
 
 from zynqflow.spec.topology import PRESETS, DesignRuleError, NetConfig, check_rules, get_config
+from zynqflow.spec.paths import repo_relative
 
 from .data import Dataset, DatasetError, Split, augment, batches, dataset_tag, load_dataset
 from .net import ZynqNet
@@ -186,7 +187,9 @@ def _lr_at(base: float, step: int, total: int, warmup: int) -> float:
     return 0.5 * base * (1 + math.cos(math.pi * min(1.0, t)))
 
 
-def run(tc: TrainConfig) -> dict:
+def run(tc: TrainConfig, on_epoch=None) -> dict:
+    """Train ``tc``; ``on_epoch(record)``, when given, is called after each epoch's record and checkpoint are
+    written (e.g. the co-design search's test hook that holds a trial mid-training)."""
     world, rank, local = _dist_info()
     if world > 1 and not dist.is_initialized():
         dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
@@ -337,6 +340,8 @@ def run(tc: TrainConfig) -> dict:
                       train=dict(epoch=epoch + 1, qat=qat, float_top1=float_top1, done=False))
             torch.save(ck, ck_path.with_suffix(".tmp"))
             os.replace(ck_path.with_suffix(".tmp"), ck_path)
+        if on_epoch is not None:
+            on_epoch(rec)
 
     if not net.act_formats:  # qat_epochs == 0: post-training quantization only
         float_top1 = float_accuracy(net, test_split, device=device)
@@ -369,7 +374,9 @@ def run(tc: TrainConfig) -> dict:
                          cuda=torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
                          world_size=world),
             command=" ".join(["python -m zynqflow.model.train"] + sys.argv[1:]),
-            train_config=asdict(tc),
+            # paths inside the checkout recorded relative to it (metrics get committed as references)
+            train_config={k: repo_relative(v) if k in ("net", "data", "data_dir", "out") and v else v
+                          for k, v in asdict(tc).items()},
         )
         ck = net_cpu.checkpoint_state()
         ck.update(train_config=asdict(tc), dataset=data_info,

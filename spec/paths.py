@@ -26,3 +26,16 @@ def file_lock(path: Path | str) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def repo_relative(path) -> str:
+    """``path`` relative to the checkout when it is a path inside it, else as given (a preset or
+    dataset name, a path elsewhere): what files that may be committed (metrics, reports) record,
+    so that no developer machine's directory lands in git."""
+    p = Path(path)
+    if not p.is_absolute() and not p.exists():
+        return str(path)            # a name, not a path here
+    try:
+        return p.resolve().relative_to(REPO).as_posix()
+    except ValueError:
+        return str(path)

@@ -37,6 +37,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -46,6 +47,7 @@ from zynqflow.spec import engine as E
 from zynqflow.spec.cycles_hls import COUNTERS  # hls/zq_count.h's enum Counter, in order
 from zynqflow.spec.golden import check_frames
 from zynqflow.spec.paths import REPO, file_lock
+from zynqflow.spec.procs import build_line, write_log
 
 HLS_DIR = REPO / "hls"
 HEADERS = tuple(sorted(p.relative_to(HLS_DIR).as_posix() for p in [*HLS_DIR.glob("*.h"), *HLS_DIR.glob("csim/*.h")]))
@@ -119,11 +121,14 @@ def _newer(target: Path, deps: list[Path]) -> bool:
     return any(d.stat().st_mtime > t for d in deps)
 
 
-def _run_cmd(cmd: list[str]) -> None:
+def _run_cmd(cmd: list[str], log: list | None = None) -> None:
+    """Run a compiler command quietly; its output is appended to ``log`` (command, output)."""
     try:
         r = subprocess.run(cmd, capture_output=True, text=True)
     except OSError as e:
         raise CSimError(f"cannot run `{shlex.join(cmd)}`: {e}") from e
+    if log is not None:
+        log.append((cmd, r.stdout + r.stderr))
     if r.returncode != 0:
         raise CSimError(f"compilation failed ({r.returncode}): {shlex.join(cmd)}\n{r.stderr[-6000:]}")
 
@@ -165,18 +170,30 @@ def _compile_locked(sources: list[str], export_dir: Path, out: Path, flavor: str
             tmp = o.with_name(f".{o.name}.{os.getpid()}.tmp")
             jobs.append(([cxx, *CXXFLAGS, *defines, *inc, "-c", str(s), "-o", str(tmp)], tmp, o))
 
+    entries: list = []   # (command, output): the build log, one line on the console
+    log = obj_dir / "build.log"
+
     def one(job):
         cmd, tmp, o = job
-        _run_cmd(cmd)
+        _run_cmd(cmd, entries)
         os.replace(tmp, o)
 
-    if jobs:
-        with ThreadPoolExecutor(max_workers=max(1, min(2, os.cpu_count() or 1))) as ex:
-            list(ex.map(one, jobs))
-    if jobs or _newer(out, objs):
+    t0 = time.perf_counter()
+    try:
+        if jobs:   # g++ runs in its own processes: these threads only wait for them
+            with ThreadPoolExecutor(max_workers=max(1, min(2, os.cpu_count() or 1))) as ex:
+                list(ex.map(one, jobs))
+        if not (jobs or _newer(out, objs)):
+            return out
         tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
-        _run_cmd([cxx, "-pthread", *(["-shared"] if shared else []), *map(str, objs), "-o", str(tmp)])
+        _run_cmd([cxx, "-pthread", *(["-shared"] if shared else []), *map(str, objs), "-o", str(tmp)], entries)
         os.replace(tmp, out)
+    except CSimError as e:
+        write_log(log, entries)
+        raise CSimError(f"{e}\nfull build log: {log}") from None
+    write_log(log, entries)
+    net = export_dir.parent.name if export_dir.name == "export" else export_dir.name
+    build_line(f"the C simulation of {net} ({out.name}, {flavor}, g++)", time.perf_counter() - t0, log)
     return out
 
 

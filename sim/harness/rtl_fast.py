@@ -22,7 +22,8 @@ Layers of this module:
 :class:`FastSim`    one model instance in this process (ctypes): register access,
                     :meth:`FastSim.run_frames` / :meth:`FastSim.run_beats`, and with
                     ``maxi=True`` builds the AXI4 slave memories (:class:`MemPort`).
-:func:`run_sharded` one simulator per process of a pool, each on slices of the frames.
+:func:`run_sharded` one simulator per process of a pool, each on slices of the frames
+                    (``spec.procs``: never a fork beside another thread, every wait bounded).
 :func:`run_export`  build + shard + compare with ``zynqflow.spec.golden``.
 
 Register offsets and AP_CTRL bits always come from Python (the engine
@@ -50,7 +51,7 @@ import shutil
 import subprocess
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
@@ -60,6 +61,7 @@ import numpy as np
 from zynqflow.spec.paths import REPO
 
 from zynqflow.spec import engine as E
+from zynqflow.spec.procs import build_line, drain, pool_context
 
 from zynqflow.sim.rtl.runner import RTL_DIR, RTL_SOURCES, VERILATOR_ARGS, net_name
 
@@ -341,6 +343,8 @@ class FastBuild:
             raise BuildError(f"building the fast RTL model of {self.net}: no {LIB_NAME}; log {d / 'build.log'}")
         shutil.move(str(built), self.lib)
         shutil.rmtree(d / "obj", ignore_errors=True)   # objects and precompiled headers: ~150 MB
+        build_line(f"the fast RTL model of {self.net} ({self.top}, Verilator + g++)", time.time() - t0,
+                   d / "build.log")
         self.stamp.write_text(json.dumps(dict(seconds=round(time.time() - t0, 1), export=str(self.export_dir),
                                               net=self.net, maxi=self.maxi, top=self.top, key=self.key,
                                               opt=self.opt, native=bool(self.native),
@@ -1076,6 +1080,18 @@ def _worker_run(index: int, frames: np.ndarray, backpressure: float, seed: int, 
     return _run_chunk(_WORKER, _WORKER_SPEC, index, frames, backpressure, seed, budget)
 
 
+# Bounded waits on the simulator processes: a slice gets its frames' cycle budget at SLOWEST_CYCLES_PER_S
+# (~200 times below a loaded core's speed), and never less than WAIT_FLOOR_S (pool start-up included)
+SLOWEST_CYCLES_PER_S = 10_000
+WAIT_FLOOR_S = 600.0
+POOL_PRELOAD = (__name__,)   # the fork server imports this module once; its workers start from it
+
+
+def wait_bound_s(cycles: int) -> float:
+    """The longest wait for a simulator process to finish ``cycles`` (budgeted) cycles."""
+    return max(WAIT_FLOOR_S, cycles / SLOWEST_CYCLES_PER_S)
+
+
 def _chunks(n: int, workers: int, chunk: int | None) -> list[tuple[int, int]]:
     if chunk is None:   # a few chunks per worker: progress, and the pool evens out; at least two
         # frames each, so that every chunk measures a back-to-back period (a simulator's first
@@ -1106,23 +1122,20 @@ def run_sharded(spec: SimSpec, frames: np.ndarray, *, workers: int | None = None
                     progress(done, n)
         finally:
             sim.close()
-    else:
-        import multiprocessing as mp
-
-        ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
-        with ProcessPoolExecutor(workers, mp_context=ctx, initializer=_worker_init, initargs=(spec,)) as pool:
-            futs = [pool.submit(_worker_run, k, frames[a:b], backpressure, seed + k, frame_budget)
-                    for k, (a, b) in enumerate(spans)]
-            try:
-                for fu in as_completed(futs):
-                    r = fu.result()
-                    results[r["index"]] = r
-                    done += len(r["batch"])
-                    if progress:
-                        progress(done, n)
-            except BaseException:
-                pool.shutdown(wait=True, cancel_futures=True)   # the first failure ends the run
-                raise
+    else:   # never a fork of this process while another of its threads runs (e.g. in BLAS)
+        most = max(b - a for a, b in spans)
+        with ProcessPoolExecutor(workers, mp_context=pool_context(POOL_PRELOAD), initializer=_worker_init,
+                                 initargs=(spec,)) as pool:
+            futs = {pool.submit(_worker_run, k, frames[a:b], backpressure, seed + k, frame_budget):
+                    f"frames {a}..{b - 1}" for k, (a, b) in enumerate(spans)}
+            # the first failure ends the run; so does a wait past the bound (a slice's cycle budget at
+            # the slowest simulation speed accepted): the message names the slices still running
+            for _, r in drain(pool, futs, wait_bound_s(most * frame_budget),
+                              f"{workers} simulator processes on {n} frames"):
+                results[r["index"]] = r
+                done += len(r["batch"])
+                if progress:
+                    progress(done, n)
     wall = time.perf_counter() - t0
     batches = [results[k]["batch"] for k in range(len(spans))]
     per: dict[int, dict] = {}
@@ -1205,14 +1218,13 @@ def run_memories(spec: SimSpec, frames: np.ndarray, memories: Sequence, *, worke
             if progress:
                 progress(k + 1, len(mems))
     else:
-        import multiprocessing as mp
-
-        ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
-        with ProcessPoolExecutor(workers, mp_context=ctx) as pool:
+        with ProcessPoolExecutor(workers, mp_context=pool_context(POOL_PRELOAD)) as pool:
             futs = {pool.submit(_memory_run, spec, m, frames, backpressure, budgets[k]): k
                     for k, m in enumerate(mems)}
-            for fu in as_completed(futs):
-                out[futs[fu]] = fu.result()
+            names = {f: f"memory seed {mems[k].seed}" for f, k in futs.items()}
+            for fu, r in drain(pool, names, wait_bound_s(len(frames) * max(budgets)),
+                               f"{workers} simulator processes on {len(mems)} memories"):
+                out[futs[fu]] = r
                 if progress:
                     progress(len(out), len(mems))
     return [out[k] for k in range(len(mems))]

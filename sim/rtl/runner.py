@@ -29,10 +29,12 @@ import hashlib
 import json
 import os
 import shutil
+import subprocess
 import time
 from pathlib import Path
 
 from zynqflow.spec.paths import REPO, file_lock
+from zynqflow.spec.procs import build_line
 
 RTL_DIR = REPO / "rtl"
 SIM_ROOT = REPO / "build" / "sim"
@@ -246,9 +248,17 @@ class SimBuild:
         t0 = time.time()
         self._seed_runtime()
         runner = get_runner("verilator")
-        runner.build(sources=[str(s) for s in self.sources], hdl_toplevel=TOPLEVEL, includes=includes,
-                     build_args=args, build_dir=self.build_dir, waves=self.waves,
-                     timescale=("1ns", "1ps"), always=True)
+        log = self.build_dir / "build.log"   # Verilator's and make's output: a file, one line on the console
+        try:
+            runner.build(sources=[str(s) for s in self.sources], hdl_toplevel=TOPLEVEL, includes=includes,
+                         build_args=args, build_dir=self.build_dir, waves=self.waves,
+                         timescale=("1ns", "1ps"), always=True, log_file=log)
+        except (RuntimeError, subprocess.CalledProcessError) as e:
+            tail = log.read_text(errors="replace").strip().splitlines()[-15:] if log.is_file() else []
+            raise RuntimeError(f"building the cocotb model of {net_name(self.export_dir)} ({self.kind}) failed: {e}; "
+                               f"full log: {log}\n" + "\n".join(tail)) from None
+        build_line(f"the cocotb RTL model of {net_name(self.export_dir)} ({self.kind}, Verilator)",
+                   time.time() - t0, log)
         self._save_runtime()
         stamp.write_text(json.dumps(dict(seconds=round(time.time() - t0, 1), export=str(self.export_dir),
                                          kind=self.kind, waves=self.waves)))
