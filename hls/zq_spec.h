@@ -42,6 +42,10 @@ constexpr int RTL_PIPE_DEPTH = 19;
 constexpr int RTL_OUT_FIFO_UNITS = 64;
 constexpr int RTL_OUT_FIFO_MARGIN = 24;
 constexpr int RTL_LAYER_DRAIN = 4;
+constexpr int GAP_ROUND_HALF_UP = 0;
+constexpr int GAP_ROUND_FLOOR = 1;
+constexpr int GAP_ROUND_HALF_EVEN = 2;
+constexpr int GAP_ROUND_HALF_AWAY = 3;
 
 // Status register bits (STATUS_BITS)
 constexpr unsigned STATUS_SHORT_FRAME = 1u << 0;  // TLAST came before the frame's last beat
