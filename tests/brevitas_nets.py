@@ -14,10 +14,10 @@ import torch.nn as nn
 
 
 def build(in_ch: int = 1, classes: int = 4, relu_quant=None, logit_frac: int | None = 15, n_fires: int = 3,
-          kernel: int = 3, pool: str = "mean", input_quant=None, weight_quant=None, bias: bool = True):
+          kernel: int = 3, pool: str = "mean", input_quant=None, weight_quant=None):
     """16x16 input -> c1 3x3 s2 (8) -> ``n_fires`` fires s2 (3: 4, 2, 1) -> head 1x1 -> pool: ``mean`` (a float
     mean), ``max`` (a 2x2 max pool first), or a rounding of BQ.gap_pool (``floor``, ``half_even``, ``half_away``:
-    TruncAvgPool2d over the final map). ``bias`` False: the convs before the head have no bias."""
+    TruncAvgPool2d over the final map)."""
     import brevitas.nn as qnn
 
     from zynqflow.export import brevitas_quant as BQ
@@ -26,7 +26,7 @@ def build(in_ch: int = 1, classes: int = 4, relu_quant=None, logit_frac: int | N
     wq = weight_quant or BQ.WeightQuant
 
     def conv(cin, cout, k, s, q=None):
-        return qnn.QuantConv2d(cin, cout, k, stride=s, padding=k // 2, bias=bias, weight_quant=q or wq,
+        return qnn.QuantConv2d(cin, cout, k, stride=s, padding=k // 2, bias=True, weight_quant=q or wq,
                                bias_quant=BQ.BiasQuant, return_quant_tensor=True)
 
     class Fire(nn.Module):

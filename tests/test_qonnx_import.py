@@ -316,33 +316,42 @@ def test_pool_refused_naming_node_and_mode(pooled, tmp_path, edit):
     assert holder["node"] in str(e.value)
 
 
-@pytest.mark.parametrize("rounding", ["floor", "half_even"])
-def test_pool_modes_import_bit_exact(tmp_path, rounding):
-    """TruncAvgPool2d with FLOOR and with ROUND (ties to even) over a 2x2 map: each imports with its engine mode and
-    the golden model equals the graph's execution on 64 frames, where another mode would not."""
+@pytest.mark.parametrize("qmode,rounding", [("FLOOR", "floor"), ("ROUND", "half_even"), ("HALF_UP", "half_away")])
+def test_pool_modes_import_bit_exact(pooled, tmp_path, qmode, rounding):
+    """The pool's Trunc in each QONNX mode the engine has (the 4x4 graph, its mode set to ``qmode``): imported
+    with the engine's mode, the golden model equals the graph's execution on 256 frames, where the engine's
+    default (ties toward +inf) would not."""
     from dataclasses import replace
 
     from zynqflow.model.net import ZynqNet, qnet_from_model
     from zynqflow.spec.golden import golden_logits
 
-    p = B.train_and_export(tmp_path / f"{rounding}.onnx", steps=2, n_fires=2, pool=rounding)
+    def set_mode(g):
+        for at in _trunc(g).attribute:
+            if at.name == "rounding_mode":
+                at.s = qmode.encode()
+    p = _edit(pooled[0], tmp_path / f"{qmode}.onnx", set_mode)
     imp = QI.parse(p, "p")
     assert imp.cfg.gap_round == rounding
     qnet = qnet_from_model(ZynqNet.from_checkpoint(QI.to_checkpoint(imp, str(p))))
-    f = B.frames(64)
+    f = B.frames(256)
     hwc = np.ascontiguousarray(f.transpose(0, 2, 3, 1))
     graph = QI.execute_exact(p, f)
     assert np.array_equal(golden_logits(qnet, hwc) * 2.0 ** -imp.output_frac, graph)
-    other = replace(qnet, cfg=replace(qnet.cfg, gap_round="half_away"))
+    other = replace(qnet, cfg=replace(qnet.cfg, gap_round="half_up"))
     assert not np.array_equal(golden_logits(other, hwc) * 2.0 ** -imp.output_frac, graph)
 
 
-def test_bias_free_convs_import_with_zero_bias(tmp_path):
-    """Convs with bias=False (no bias input in the graph) import with a zero bias, bit-exact."""
-    p = B.train_and_export(tmp_path / "nobias.onnx", steps=2, bias=False)
-    assert any(len(n.input) == 2 for n in _nodes(onnx.load(str(p)).graph, "Conv"))
+def test_bias_free_convs_import_with_zero_bias(good, tmp_path):
+    """Convs without a bias input (what Brevitas exports for bias=False: Conv with two inputs) import with a zero
+    bias, bit-exact against the graph (before: refused, 'Conv weights must be a Quant of a constant')."""
+    def drop_biases(g):
+        for conv in _nodes(g, "Conv")[:-1]:
+            del conv.input[2:]
+    p = _edit(good, tmp_path / "nobias.onnx", drop_biases)
     imp = QI.parse(p, "nb")
     assert all(not imp.biases[l.name].any() for l in imp.cfg.conv_layers[:-1])
+    assert imp.biases[imp.cfg.conv_layers[-1].name].any()
     assert cli(["import", str(p), "--out", str(tmp_path / "out"), "--frames", "32"]) == 0
     assert json.loads((tmp_path / "out" / "import.json").read_text())["verification"]["bit_exact"]
 
