@@ -114,7 +114,7 @@ def train_and_export(path: Path, steps: int = 4, seed: int = 0, dynamo: bool = T
     return (path, net) if return_net else path
 
 
-def zynqnet_mini(rounding: str = "floor", steps: int = 3, seed: int = 0) -> Path:
+def zynqnet_mini(rounding: str = "floor", steps: int = 2, seed: int = 0) -> Path:
     """The preset zynqnet-mini (a 4x4 final map) written in Brevitas (zynqflow.export.brevitas_quant.FamilyNet,
     its pool BQ.gap_pool with ``rounding``), trained ``steps`` SGD steps on 32 frames of the synthetic set, exported
     with export_qonnx: cached under build/sim/brevitas/, keyed by the sources and versions that make it."""
@@ -142,9 +142,14 @@ def zynqnet_mini(rounding: str = "floor", steps: int = 3, seed: int = 0) -> Path
                 m.weight.mul_(3.0)
     data = synthetic(n_train=32, n_test=1, size=32)
     _train(net, torch.from_numpy(data.train.images).float() / 256, torch.from_numpy(data.train.labels), steps)
-    tmp = path.with_suffix(f".tmp{os.getpid()}")
-    _export(net, torch.rand(1, 1, 32, 32), tmp)
-    os.replace(tmp, path)
+    import tempfile
+
+    import onnx
+
+    with tempfile.TemporaryDirectory(dir=path.parent) as d:   # the exporter may write external data beside it
+        m = onnx.load(str(_export(net, torch.rand(1, 1, 32, 32), Path(d) / "net.onnx")))
+        onnx.save(m, str(Path(d) / "one.onnx"))                 # one self-contained file, renamed into place
+        os.replace(Path(d) / "one.onnx", path)
     return path
 
 
