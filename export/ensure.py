@@ -147,7 +147,9 @@ def main(argv=None) -> int:
         _say(f"using {out}, exported from {_what(want)} (unchanged since)")
         return 0
     if not a.force:
-        _say(f"exporting {_what(want)} -> {out}: " + ("no export yet" if stamp is None else _changed(stamp, want)))
+        why = _changed(stamp, want) if stamp is not None else \
+            f"{out} has no {EXPORT_INPUTS} (made by an older version)" if man else "no export yet"
+        _say(f"exporting {_what(want)} -> {out}: {why}")
     rc = export_main(_argv(want, out))
     return 2 if rc else 0
 
