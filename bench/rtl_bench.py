@@ -83,7 +83,8 @@ LABEL = "fps at 100 MHz, RTL simulation"
 
 
 def dataset_frames(export_dir: Path, frames: int, data: str | None, data_dir: str | None, seed: int = 1):
-    """The first ``frames`` (0: all) test images of the export's dataset, HWC uint8, their labels and
+    """``frames`` (0: all) test images of the export's dataset, every class in proportion (a seeded stratified
+    subset, model.data.Split.subset), HWC uint8, their labels and
     the dataset's name. An export of seeded random weights (``weights_source`` random:<seed>) gets
     seeded random frames and no labels: its figures are speed and bit-exactness, not accuracy."""
     man = json.loads((export_dir / "manifest.json").read_text())
@@ -99,8 +100,8 @@ def dataset_frames(export_dir: Path, frames: int, data: str | None, data_dir: st
 
     ds = load_for_manifest(man, data, data_dir)
     test = ds.test
-    n = len(test) if frames <= 0 else min(frames, len(test))
-    return test.subset(n).hwc(), test.labels[:n], ds.name
+    sub = test.subset(frames if frames > 0 else None)       # every class in proportion (seed 0), not a prefix
+    return sub.hwc(), sub.labels, ds.name
 
 
 GOLDEN_CACHE = REPO / "build" / "cache" / "golden"

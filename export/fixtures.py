@@ -20,7 +20,7 @@ from .plan import EngineParams
 
 EXPORT_ROOT = REPO / "build" / "sim" / "exports"
 REFERENCE_CKPT = REPO / "model" / "reference" / "zynqnet-mini" / "fashion-mnist" / "checkpoint.pt"
-FORMAT = 9   # bump to invalidate cached exports (9: the RTL's 5-stage requantizer, issue 24)
+FORMAT = 10  # bump to invalidate cached exports (9: the RTL's 5-stage requantizer, issue 24; 10: GAP rounding modes, issue 26)
 
 
 def _fresh(out: Path, stamp: dict) -> bool:
@@ -91,7 +91,9 @@ def variant_config(which: str):
     a head of two parts of 16 channels (10 classes). Engine N_PE=16, N_CI=4.
     ``wide``: 12-channel input (no im2col: 2 words per pixel, 4 padded channels,
     a 3x3 stem reading the ring of input rows with zero padding), a signed
-    tensor, two output groups with 10 channels. Engine N_PE=8, N_CI=8 (one bank).
+    tensor, two output groups with 10 channels, a 4x4 final map pooled with ties to
+    even (``gap_round`` half_even, the rounding of Brevitas's TruncAvgPool2d default).
+    Engine N_PE=8, N_CI=8 (one bank).
     ``map1x1``: a fire net whose last layers run on a 1x1 map (16 -> 8 -> 4 -> 2 -> 1):
     ``f4/e1`` is one MAC step, issued alone after the layer's set-up (the busy hole of issue 16).
     ``memory``: every way the engine uses DDR, small (8 k cycles a frame) for the memory tests
@@ -119,7 +121,7 @@ def variant_config(which: str):
             L("c1", INPUT, "c1", 12, 16, k=3, stride=1),
             L("c2", "c1", "c2", 16, 8, k=3, stride=2, relu=False),
             L("c3", "c2", "out", 8, 10, k=1, relu=False),
-        )), EngineParams(8, 8)
+        ), gap_round="half_even"), EngineParams(8, 8)
     if which == "memory":
         return NetConfig(name="rtl-variant-memory", input_size=32, in_channels=1, num_classes=10, layers=(
             L("c1", INPUT, "c1", 1, 32, k=3, stride=2),

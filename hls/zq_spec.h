@@ -44,6 +44,10 @@ constexpr int RTL_PIPE_DEPTH = 20;
 constexpr int RTL_OUT_FIFO_UNITS = 64;
 constexpr int RTL_OUT_FIFO_MARGIN = 25;
 constexpr int RTL_LAYER_DRAIN = 4;
+constexpr int GAP_ROUND_HALF_UP = 0;
+constexpr int GAP_ROUND_FLOOR = 1;
+constexpr int GAP_ROUND_HALF_EVEN = 2;
+constexpr int GAP_ROUND_HALF_AWAY = 3;
 constexpr int HLS_CORE_DEPTH = 15;
 constexpr int HLS_GUARD = 31;
 

@@ -136,20 +136,28 @@ class Listing:
     ignored: int = 0           # files whose extension Pillow does not read
     split: float | None = None
 
-    def stat_key(self) -> list:
-        """(split, relative path, label, size, mtime_ns) of every file, for the cache key."""
+    def stat_key(self, skip_bad: bool = False) -> list:
+        """(split, relative path, label, size, mtime_ns) of every file, for the cache key. A file that
+        cannot be stat'ed (a dangling link, a symlink loop) is an error naming it, or with ``skip_bad``
+        a row (size -1, the error) that the decoder will count as a bad image."""
         rows = []
         for s in self.files:
             for rel, lab in zip(self.files[s], self.labels[s]):
                 try:
                     st = (self.root / rel).stat()
                 except OSError as e:
-                    raise _error(f"{self.root / rel}: cannot stat ({e.strerror})") from e
+                    if not skip_bad:
+                        raise _error(f"{self.root / rel}: cannot stat ({e.strerror}); fix or remove it, or pass "
+                                     "--skip-bad to skip and count bad images") from e
+                    rows.append([s, rel, lab, -1, e.strerror])
+                    continue
                 rows.append([s, rel, lab, st.st_size, st.st_mtime_ns])
         return rows
 
-    def describe(self) -> str:
-        counts = ", ".join(f"{len(self.files[s])} {s}" for s in SPLITS if s in self.files)
+    def describe(self, counts: dict[str, int] | None = None) -> str:
+        """What was found; ``counts``: the images per split that remain (after skipping bad ones)."""
+        have = counts or {s: len(v) for s, v in self.files.items()}
+        counts = ", ".join(f"{have[s]} {s}" for s in SPLITS if s in have)
         held = f", {self.split:g} of each class held out as test" if self.layout == "class-folders" else ""
         ign = f"; {self.ignored} non-image files ignored" if self.ignored else ""
         return (f"{self.root}: {LAYOUT_TEXT[self.layout]}{held}: {len(self.class_names)} classes "
@@ -312,7 +320,7 @@ def _decode_split(root: Path, rels: list[str], out_path: Path, shape, recipe, co
 
 def cache_key(lst: Listing, shape, recipe: dict, content: int | None, skip_bad: bool) -> str:
     blob = json.dumps(dict(version=CACHE_VERSION, layout=lst.layout, classes=lst.class_names, split=lst.split,
-                           files=lst.stat_key(), shape=list(shape), recipe=recipe, content=content,
+                           files=lst.stat_key(skip_bad), shape=list(shape), recipe=recipe, content=content,
                            skip_bad=bool(skip_bad)), sort_keys=True).encode()
     return hashlib.sha256(blob).hexdigest()[:20]
 
@@ -424,12 +432,12 @@ def _compact(raw: Path, n: int, shape, keep: np.ndarray) -> None:
         f.truncate(max(len(rows), 1) * c * h * w)
 
 
-def folder_channels(lst: Listing, root: Path | None = None, tag: str | None = None) -> int:
+def folder_channels(lst: Listing, root: Path | None = None, tag: str | None = None, skip_bad: bool = False) -> int:
     """3 when any image of the folder is in colour (RGB, RGBA, CMYK, YCbCr, a colour
     palette), 1 when all are gray (L, LA, 1, I, F, 16-bit): read from the file headers,
     and remembered for this state of the folder (``<cache>/<tag>/channels.json``)."""
     base = (root or cache_root()) / (tag or folder_tag(lst.root))
-    key = hashlib.sha256(json.dumps(lst.stat_key()).encode()).hexdigest()[:20]
+    key = hashlib.sha256(json.dumps(lst.stat_key(skip_bad)).encode()).hexdigest()[:20]
     memo = base / "channels.json"
     try:
         known = json.loads(memo.read_text())

@@ -47,6 +47,7 @@ module zq_top #(
     parameter N_CLASSES   = `ZQ_N_CLASSES,
     parameter GAP_ROWS    = `ZQ_GAP_ROWS,
     parameter GAP_SHIFT   = `ZQ_GAP_SHIFT,
+    parameter GAP_ROUND   = `ZQ_GAP_ROUND,
     parameter [31:0] NET_ID       = `ZQ_NET_ID,
     parameter [31:0] BUILD_PARAMS = `ZQ_BUILD_PARAMS,
     parameter [31:0] ENGINE_INFO  = `ZQ_ENGINE_INFO,
@@ -517,7 +518,8 @@ module zq_top #(
     // ---- logits ---------------------------------------------------------------------------
     logic [CLS_W-1:0] sel;
     logic [31:0]      logit;
-    zq_gap #(.N_PE(N_PE), .GAP_ROWS(GAP_ROWS), .GAP_SHIFT(GAP_SHIFT), .N_CLASSES(N_CLASSES)) u_gap (
+    zq_gap #(.N_PE(N_PE), .GAP_ROWS(GAP_ROWS), .GAP_SHIFT(GAP_SHIFT), .GAP_ROUND(GAP_ROUND),
+             .N_CLASSES(N_CLASSES)) u_gap (
         .clk(ap_clk), .wr_en(gap_wr_en), .wr_row(gap_wr_row), .wr_data(gap_wr_data), .rd_sel(sel), .rd_logit(logit)
     );
     zq_axis_out #(.N_CLASSES(N_CLASSES), .ERR_VALUE(`ZQ_ERROR_LOGIT), .LAT(2)) u_axis_out (

@@ -98,6 +98,39 @@ SRC_KINDS = {"stem": SRC_STEM, "act": SRC_ACT, "ddr": SRC_DDR}
 DST_KINDS = {"act": DST_ACT, "ddr": DST_DDR, "gap": DST_GAP}
 
 
+# ---------------------------------------------------------------------------
+# The global average pool's rounding: logit = (sum + bias) >> k over 2^k pixels (arithmetic
+# shift; k = 0: the sum itself), one mode per network (NetConfig.gap_round), built into the
+# engine as the constant GAP_ROUND beside GAP_SHIFT. The bias term of each mode, with
+# h = 2^(k-1), neg = the sum's sign bit, odd = bit k of the sum (docs/fixed-point.md):
+@dataclass(frozen=True)
+class GapRounding:
+    name: str
+    code: int
+    bias: str          # the rounding term added before the shift
+    doc: str
+
+
+GAP_ROUNDINGS: tuple[GapRounding, ...] = (
+    GapRounding("half_up", 0, "h", "ties toward +inf (the project's own networks; numerics.round_shift)"),
+    GapRounding("floor", 1, "0", "toward -inf, no rounding term (QONNX/Brevitas FLOOR: TruncAvgPool2d with a "
+                                 "floor trunc_quant)"),
+    GapRounding("half_even", 2, "h - 1 + odd", "ties to even (QONNX ROUND/HALF_EVEN, Brevitas ROUND = torch.round: "
+                                               "TruncAvgPool2d's default RoundTo8bit)"),
+    GapRounding("half_away", 3, "h - neg", "ties away from zero (QONNX HALF_UP)"),
+)
+GAP_ROUND = {m.name: m for m in GAP_ROUNDINGS}
+GAP_ROUND_HALF_UP, GAP_ROUND_FLOOR, GAP_ROUND_HALF_EVEN, GAP_ROUND_HALF_AWAY = (m.code for m in GAP_ROUNDINGS)
+DEFAULT_GAP_ROUND = "half_up"
+
+
+def gap_round_code(name: str) -> int:
+    """The engine's code of a GAP rounding mode; a clear error naming the known ones."""
+    if name not in GAP_ROUND:
+        raise ValueError(f"unknown global-average-pool rounding {name!r} (known: {', '.join(GAP_ROUND)})")
+    return GAP_ROUND[name].code
+
+
 @dataclass(frozen=True)
 class Field:
     """One field of the layer-table row. Rows are packed LSB first in :data:`ROW` order."""

@@ -34,7 +34,8 @@ CONSTANTS = ("SPEC_VERSION", "LANE_BITS", "W_BITS_MAX", "ACC_BITS", "BIAS_BITS",
              "SRC_STEM", "SRC_ACT", "SRC_DDR", "DST_ACT", "DST_DDR", "DST_GAP", "STATUS_FLAGS_MASK",
              "STATUS_ERRCNT_SHIFT", "STATUS_ERRCNT_MAX", "HEADER_MAGIC", "ADDR_ALIGN", "DDR_WINDOW_BYTES", "ROW_BITS",
              "AXI_LINE_BYTES", "RTL_PIPE_ADDR", "RTL_PIPE_READ", "RTL_PIPE_MAC", "RTL_PIPE_REQUANT",
-             "RTL_PIPE_WRITEBACK", "RTL_PIPE_DEPTH", "RTL_OUT_FIFO_UNITS", "RTL_OUT_FIFO_MARGIN", "RTL_LAYER_DRAIN")
+             "RTL_PIPE_WRITEBACK", "RTL_PIPE_DEPTH", "RTL_OUT_FIFO_UNITS", "RTL_OUT_FIFO_MARGIN", "RTL_LAYER_DRAIN",
+             "GAP_ROUND_HALF_UP", "GAP_ROUND_FLOOR", "GAP_ROUND_HALF_EVEN", "GAP_ROUND_HALF_AWAY")
 # the HLS engine's own constants (hls/zq_spec.h only)
 HLS_CONSTANTS = ("HLS_CORE_DEPTH", "HLS_GUARD")
 
@@ -214,7 +215,12 @@ def markdown() -> str:
         L.append(f"| `{f.name}` | {f.bits} | {pos} | {'yes' if f.signed else ''} | {f.doc} |")
         pos += f.bits
     L += ["", "Source kinds: `SRC_STEM`=0, `SRC_ACT`=1, `SRC_DDR`=2. Destination kinds: `DST_ACT`=0, "
-          "`DST_DDR`=1, `DST_GAP`=2.", "", "## Register map (s_axi_control)", "",
+          "`DST_DDR`=1, `DST_GAP`=2.", "", "## Global average pool rounding", "",
+          "One mode per network (`GAP_ROUND` of the export, beside `GAP_SHIFT` = k): logit = (sum + bias) >> k, "
+          "an arithmetic shift (k = 0: the sum). h = 2^(k-1), neg = the sum's sign bit, odd = bit k of the sum.", "",
+          "| code | mode | bias | meaning |", "|---|---|---|---|"]
+    L += [f"| {m.code} | `{m.name}` | {m.bias} | {m.doc} |" for m in E.GAP_ROUNDINGS]
+    L += ["", "## Register map (s_axi_control)", "",
           "Offsets are fixed by the spec in both engines (the HLS pragmas carry `offset=`). "
           "Inputs take 8 bytes (64-bit: 12), outputs 16 (data, then the ap_vld control word at +4), "
           "the layout Vitis HLS 2023.2 would give these arguments in this order.", "",

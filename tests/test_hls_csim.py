@@ -7,7 +7,7 @@ in the weight cache), zynqnet at 64x64 on a 16x16 engine with a 24 KiB
 activation budget (DDR tensors read back through row rings with halo rows,
 streamed weight ring, stride 2, concatenations), the ``rgb`` variant (3-channel
 im2col stem over four banks, signed tensors, a concatenation at a word offset)
-and the ``wide`` variant (a stem that is not im2col'ed, one bank); the reference
+and the ``wide`` variant (a stem that is not im2col'ed, one bank, the pool rounding ties to even); the reference
 checkpoint's export on real Fashion-MNIST test images; one full-size 256x256
 zynqnet frame. Also: the C testbench (passes, and fails on corrupted vectors),
 the registers, short / long / missing-TLAST frames, foreign weight images, the
@@ -30,6 +30,7 @@ import os
 import shutil
 import subprocess
 import time
+from dataclasses import replace
 from types import SimpleNamespace
 
 import numpy as np
@@ -127,6 +128,10 @@ def test_export_covers_the_engine():
     rgb, wide = _net("rgb").man, _net("wide").man
     assert rgb["engine"]["n_ci"] == 4 and any(l["dst_offset"] % 16 for l in rgb["layers"])   # mid-group word
     assert wide["layers"][0]["k"] == 3 and wide["layers"][0]["src_kind"] == "stem"   # not im2col'ed
+    w = _net("wide")            # the pool rounds ties to even (4x4 map), and these frames have ties it decides
+    assert (wide["output"]["gap_round"], wide["output"]["gap_shift"]) == ("half_even", 4)
+    q = replace(w.qnet, cfg=replace(w.qnet.cfg, gap_round="half_up"))
+    assert not np.array_equal(golden_logits(q, w.frames), w.golden)
 
 
 def test_logits_match_golden(net):
