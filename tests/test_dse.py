@@ -297,7 +297,10 @@ def test_ctrl_c_leaves_a_consistent_study_that_resumes(tmp_path):
     epoch and then holds (--hold-trial, a test hook): the signal lands mid-training, never in a race."""
     args = [PY, "-m", "zynqflow.dse", "run", "--study", "intr", "--out-root", str(tmp_path), "--trials", "2",
             "--hil", "0", "--proxy-epochs", "2", "--hold-trial", "0"] + SMALL
-    p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=_env(), cwd=REPO)
+    # SIGINT's disposition as from a terminal: a shell's background job (make test &) starts its
+    # children with SIGINT ignored, and Python then installs no KeyboardInterrupt handler
+    p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=_env(), cwd=REPO,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     out = tmp_path / "intr"
     log = _read_until(p, "hold: trial 0 training")
     assert len(_read_jsonl(out / "trials" / "0000" / "train_log.jsonl")) == 1   # one epoch trained, then held

@@ -165,6 +165,15 @@ public:
         reset(8);
     }
 
+    // Verilator's scopes unregister themselves from the calling thread's current context
+    // (Verilated::threadContextp(), the one most recently made or used), not from their model's:
+    // with a second harness made and destroyed in this process, that would be a freed context
+    // (a lock on freed memory: the destructor hangs). Make this model's context current first.
+    ~Harness() {
+        Verilated::threadContextp(ctx_.get());
+        top_.reset();
+    }
+
     std::string error;
     std::string warnings() const { return g_warnings; }
     uint64_t cycle() const { return cycle_; }
