@@ -31,7 +31,7 @@ constexpr int STATUS_ERRCNT_MAX = 65535;
 constexpr unsigned HEADER_MAGIC = 0x3157515Au;
 constexpr int ADDR_ALIGN = 4096;
 constexpr int DDR_WINDOW_BYTES = 536870912;
-constexpr int ROW_BITS = 274;
+constexpr int ROW_BITS = 278;
 constexpr int AXI_LINE_BYTES = 128;
 constexpr int RTL_PIPE_ADDR = 3;
 constexpr int RTL_PIPE_READ = 3;
@@ -42,6 +42,9 @@ constexpr int RTL_PIPE_DEPTH = 19;
 constexpr int RTL_OUT_FIFO_UNITS = 64;
 constexpr int RTL_OUT_FIFO_MARGIN = 24;
 constexpr int RTL_LAYER_DRAIN = 4;
+constexpr int PATH_1 = 1;
+constexpr int PATH_2 = 2;
+constexpr int PATH_BOTH = 3;
 
 // Status register bits (STATUS_BITS)
 constexpr unsigned STATUS_SHORT_FRAME = 1u << 0;  // TLAST came before the frame's last beat
@@ -115,6 +118,8 @@ struct LayerRow {
     int w_blk;  // 12 bits: words per group block: 1 bias word + k*k*ci_chunks weight words
     int w_res;  // 1 bits: resident: the layer's blocks stay in the ring until its last band
     int rd_wait;  // 1 bits: wait for every DDR write of earlier layers before reading (SRC_DDR)
+    int src_path;  // 2 bits: SRC_DDR: the read paths, a mask of PATH_1 (m_axi_act) and PATH_2 (m_axi_act2); both: even input rows on path 1, odd rows on path 2
+    int dst_path;  // 2 bits: DST_DDR: the write paths, a mask of PATH_1 (m_axi_act) and PATH_2 (m_axi_wts's write channel); both: even 128-byte lines on path 1, odd lines on path 2
 };
 
 // Bit positions of the packed row
@@ -147,6 +152,8 @@ enum RowField {
     ROW_W_BLK_LSB = 260, ROW_W_BLK_BITS = 12,
     ROW_W_RES_LSB = 272, ROW_W_RES_BITS = 1,
     ROW_RD_WAIT_LSB = 273, ROW_RD_WAIT_BITS = 1,
+    ROW_SRC_PATH_LSB = 274, ROW_SRC_PATH_BITS = 2,
+    ROW_DST_PATH_LSB = 276, ROW_DST_PATH_BITS = 2,
 };
 
 }  // namespace zq_spec

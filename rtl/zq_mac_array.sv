@@ -13,6 +13,12 @@
 // `wrap` flag travels beside the DSP). No guard bits remain, so products are
 // split every cycle and summed in fabric adder trees.
 //
+// Mixed lanes: the first DSP_PAIRS lane pairs (pair index j * N_CI + ci) are DSP48E1 pairs as
+// above; each of the others is two exact LUT multipliers (zq_lut_mul, w_lo * x and w_hi * x),
+// pipelined to the same latency (their product at t+4, as P), so the products, the adder trees
+// and the accumulators are the same for both kinds. DSP_PAIRS defaults to every pair; the
+// exporter sets it to the DSP48E1 the part has left (spec: EngineParams.dsp_pairs).
+//
 // Pipeline (cycle after the inputs at t): t+1 DSP input registers (A, D, B1),
 // t+2 pre-adder (AD) and B2, t+3 M, t+4 P, t+5 split, t+6 partial sums of 4
 // lanes, t+7 PE sums, t+8 accumulators. A step with `in_first` starts a pixel
@@ -25,6 +31,7 @@
 module zq_mac_array #(
     parameter N_PE  = 16,
     parameter N_CI  = 8,
+    parameter DSP_PAIRS = N_PE / 2 * N_CI,        // lane pairs on DSP48E1; the rest in LUTs
     parameter ACC_W = `ZQ_ACC_BITS
 ) (
     input  wire                    clk,
@@ -51,6 +58,9 @@ module zq_mac_array #(
     if (N_CI < 1) begin : g_param_check1
         $error("zq_mac_array: N_CI=%0d", N_CI);
     end
+    if (DSP_PAIRS < 0 || DSP_PAIRS > HALF * N_CI) begin : g_param_check2
+        $error("zq_mac_array: DSP_PAIRS=%0d of %0d lane pairs", DSP_PAIRS, HALF * N_CI);
+    end
 
     // ---- control pipeline ------------------------------------------------------
     logic [8:1] v, f, bs;
@@ -76,7 +86,7 @@ module zq_mac_array #(
         if (bs[7]) bias <= bq_data;
     end
 
-    // ---- DSP pairs and the split ------------------------------------------------
+    // ---- DSP pairs and the split; LUT pairs ---------------------------------------------
     logic signed [PROD_W-1:0] prod [0:N_PE-1][0:N_CI-1];   // t+5
 
     genvar j, c, g;
@@ -86,25 +96,35 @@ module zq_mac_array #(
                 wire signed [7:0] w_lo = wgt[(j * N_CI + c) * 8 +: 8];
                 wire signed [7:0] w_hi = wgt[((j + HALF) * N_CI + c) * 8 +: 8];
                 wire signed [8:0] x    = {act_signed & act[c * 8 + 7], act[c * 8 +: 8]};
-                logic signed [24:0] d_r, a_r, ad;
-                logic signed [8:0]  b1, b2;
-                logic signed [33:0] m, p;
-                logic [4:1]         wrap;
-                always_ff @(posedge clk) begin
-                    d_r <= {w_hi, 17'd0};
-                    a_r <= 25'(w_lo);
-                    b1  <= x;
-                    ad  <= d_r + a_r;       // 25 bits: wraps when w_hi = -128 and w_lo < 0
-                    b2  <= b1;
-                    m   <= ad * b2;
-                    p   <= m;
-                    wrap <= {wrap[3:1], (w_hi == -8'sd128) && w_lo[7]};
-                end
-                // t+5: split P into the two products
-                wire signed [17:0] hi_raw = 18'(p >>> 17) + 18'(p[16]);
-                always_ff @(posedge clk) begin
-                    prod[j][c]        <= PROD_W'($signed(p[16:0]));
-                    prod[j + HALF][c] <= wrap[4] ? -hi_raw : hi_raw;
+                if (j * N_CI + c < DSP_PAIRS) begin : g_dsp
+                    logic signed [24:0] d_r, a_r, ad;
+                    logic signed [8:0]  b1, b2;
+                    logic signed [33:0] m, p;
+                    logic [4:1]         wrap;
+                    always_ff @(posedge clk) begin
+                        d_r <= {w_hi, 17'd0};
+                        a_r <= 25'(w_lo);
+                        b1  <= x;
+                        ad  <= d_r + a_r;       // 25 bits: wraps when w_hi = -128 and w_lo < 0
+                        b2  <= b1;
+                        m   <= ad * b2;
+                        p   <= m;
+                        wrap <= {wrap[3:1], (w_hi == -8'sd128) && w_lo[7]};
+                    end
+                    // t+5: split P into the two products
+                    wire signed [17:0] hi_raw = 18'(p >>> 17) + 18'(p[16]);
+                    always_ff @(posedge clk) begin
+                        prod[j][c]        <= PROD_W'($signed(p[16:0]));
+                        prod[j + HALF][c] <= wrap[4] ? -hi_raw : hi_raw;
+                    end
+                end else begin : g_lut
+                    logic signed [16:0] p_lo, p_hi;   // t+4
+                    zq_lut_mul u_lo (.clk(clk), .w(w_lo), .x(x), .p(p_lo));
+                    zq_lut_mul u_hi (.clk(clk), .w(w_hi), .x(x), .p(p_hi));
+                    always_ff @(posedge clk) begin    // t+5
+                        prod[j][c]        <= PROD_W'(p_lo);
+                        prod[j + HALF][c] <= PROD_W'(p_hi);
+                    end
                 end
             end
         end
