@@ -42,6 +42,7 @@ constexpr int RTL_PIPE_DEPTH = 19;
 constexpr int RTL_OUT_FIFO_UNITS = 64;
 constexpr int RTL_OUT_FIFO_MARGIN = 24;
 constexpr int RTL_LAYER_DRAIN = 4;
+constexpr int RTL_LUT_MUL_LAT = 4;
 constexpr int PATH_1 = 1;
 constexpr int PATH_2 = 2;
 constexpr int PATH_BOTH = 3;

@@ -17,13 +17,16 @@
 // So no adder has more than two operands and no multiplier is inferred (a `*` would map to
 // a DSP48E1). Checked exhaustively (all 2^8 x 2^9 operand pairs) by sim/rtl/tb/tb_zq_lut_mul.py.
 //
-// Pipeline (LAT = 4, the DSP pair's t+4 P register): t+1 the operands and nx; t+2 row 0 plus
+// Pipeline (LAT = 4 = spec RTL_LUT_MUL_LAT, the DSP pair's t+4 P register): t+1 the operands and nx; t+2 row 0 plus
 // row 1 (13 bits); t+3 plus row 2 (15 bits); t+4 plus row 3: the product. Each stage is one
 // LUT and one carry chain of at most 17 bits. nx and the delayed copies of x depend on x only:
 // synthesis shares them between the lanes of one input channel.
+`include "zq_spec.svh"
 `default_nettype none
 
-module zq_lut_mul (
+module zq_lut_mul #(
+    parameter LAT = `ZQ_RTL_LUT_MUL_LAT      // operands -> product (the four registers below)
+) (
     input  wire               clk,
     input  wire signed [7:0]  w,
     input  wire signed [8:0]  x,
@@ -88,6 +91,11 @@ module zq_lut_mul (
     wire       n3 = booth_neg(b3);
     always_ff @(posedge clk) begin
         p <= $signed({{2{s3[14]}}, s3} + {booth_row(x3, b3), {6{n3}}} + {16'd0, n3});
+    end
+
+    // parameter checks, at elaboration: the registers above are the spec's latency
+    if (LAT != 4) begin : g_param_check0
+        $error("zq_lut_mul: a product after 4 cycles, LAT=%0d", LAT);
     end
 
 endmodule

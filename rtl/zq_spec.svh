@@ -41,6 +41,7 @@
 `define ZQ_RTL_OUT_FIFO_UNITS 64
 `define ZQ_RTL_OUT_FIFO_MARGIN 24
 `define ZQ_RTL_LAYER_DRAIN 4
+`define ZQ_RTL_LUT_MUL_LAT 4
 `define ZQ_PATH_1 1
 `define ZQ_PATH_2 2
 `define ZQ_PATH_BOTH 3

@@ -57,6 +57,10 @@ RTL_PIPE_MAC = 8         # zq_mac_array: S3 -> S11
 RTL_PIPE_REQUANT = 4     # zq_requant: S11 -> S15
 RTL_PIPE_WRITEBACK = 1   # S16: the write-back registers (activation RAM, output FIFO, GAP sums)
 RTL_PIPE_DEPTH = RTL_PIPE_ADDR + RTL_PIPE_READ + RTL_PIPE_MAC + RTL_PIPE_REQUANT + RTL_PIPE_WRITEBACK
+# zq_mac_array's lanes: a DSP48E1 pair has its product (P) 4 cycles after its operands, and so has
+# an exact LUT multiplier (zq_lut_mul: operand registers, then three adder stages); both are split
+# or registered into the products at 5, summed at 6 and 7, accumulated at 8 (RTL_PIPE_MAC).
+RTL_LUT_MUL_LAT = 4
 # zq_out_dma's data FIFO (N_PE-byte result units) asks the loop to stop (`full`, registered)
 # while fewer than RTL_OUT_FIFO_MARGIN units are free: the steps issued until the loop sees it
 # still deliver up to RTL_PIPE_DEPTH + 1 units; the rest is slack.

@@ -267,15 +267,17 @@ def test_tcl_fallback_ps_settings_are_pynq_z2_base(tmp_path):
 @needs_tclsh
 @pytest.mark.parametrize("engine,space", [("hls", "Data_m_axi_"), ("rtl", "m_axi_")])
 def test_tcl_engine_ddr_ports(tmp_path, engine, space):
-    """The engine's two AXI4 masters reach the DDR through two PS7 high-performance ports in 64-bit
-    mode on different DDR controller ports (m_axi_wts -> HP0, m_axi_act -> HP2), each through a
-    SmartConnect (AXI4 -> AXI3), with the DDR at 0, 512 MiB (the engine's window) in both address
-    spaces (each engine's by its own names), and the clock and reset of every other port; the DMA
-    keeps to HP1."""
+    """The engine's AXI4 masters reach the DDR through PS7 high-performance ports in 64-bit mode
+    (m_axi_wts -> HP0, m_axi_act -> HP2 on another DDR controller port, and the RTL twin's second
+    activation path m_axi_act2 -> HP3), each through a SmartConnect (AXI4 -> AXI3), with the DDR at
+    0, 512 MiB (the engine's window) in every address space (each engine's by its own names), and
+    the clock and reset of every other port; the DMA keeps to HP1; the HLS engine, which has no
+    m_axi_act2, leaves HP3 off."""
     r, log, _ = run_block_design(tmp_path, engine, MOCK_WNS="0.3")
     assert r.returncode == 0, r.stderr
     assert E.DDR_WINDOW_BYTES == 512 << 20
-    for port, hp in (("wts", "HP0"), ("act", "HP2")):
+    ports = (("wts", "HP0"), ("act", "HP2")) + ((("act2", "HP3"),) if engine == "rtl" else ())
+    for port, hp in ports:
         for line in [f"connect_bd_intf_net zq_top_0/m_axi_{port} {port}_sc/S00_AXI",
                      f"connect_bd_intf_net {port}_sc/M00_AXI ps7/S_AXI_{hp}",
                      f"create_bd_cell -type ip -vlnv xilinx.com:ip:smartconnect:1.0 {port}_sc",
@@ -286,7 +288,7 @@ def test_tcl_engine_ddr_ports(tmp_path, engine, space):
                      f"connect_bd_net rst_fclk0/peripheral_aresetn {port}_sc/aresetn"]:
             assert line in log, line
     assert "connect_bd_intf_net mem_sc/M00_AXI ps7/S_AXI_HP1" in log and "PROP CONFIG.PCW_USE_S_AXI_HP1=1" in log
-    assert "mem_sc/M00_AXI ps7/S_AXI_HP0" not in log and "S_AXI_HP3" not in log
+    assert "mem_sc/M00_AXI ps7/S_AXI_HP0" not in log and ("S_AXI_HP3" in log) == (engine == "rtl")
     # the engine's ports are mapped before the blanket assign_bd_address
     assert log.index(f"zq_top_0/{space}act") < log.index("\nassign_bd_address\n")
 
@@ -369,8 +371,8 @@ def test_rtl_ip_against_the_rtl(tiny, hdl, packaged):
     assert C.check_registers(model, wrapper) == []
     assert "ipx::package_project -root_dir {} -vendor zynqflow.org -library rtl".format(ip_dir) in log
     assert model.core().props["name"] == "zq_top" and "set_property top zq_top_ip fileset" in log
-    assert set(model.bus_interfaces()) == {"s_axi_control", "m_axi_wts", "m_axi_act", "s_axis_in", "m_axis_out",
-                                           "ap_clk", "ap_rst_n", "interrupt"}
+    assert set(model.bus_interfaces()) == {"s_axi_control", "m_axi_wts", "m_axi_act", "m_axi_act2", "s_axis_in",
+                                           "m_axis_out", "ap_clk", "ap_rst_n", "interrupt"}
     # Vivado's own inference removed before the explicit interfaces (the mock refuses a second
     # interface of one name, as Vivado does)
     assert log.index("ipx::remove_all_bus_interface core") < log.index("ipx::add_bus_interface s_axi_control core")
@@ -431,11 +433,12 @@ def test_rtl_ip_broken_script_fails(tmp_path, tiny, hdl, broken):
                                        "rtl_params.svh")),
         "moved register": ({spec: ("{cycles_last 0x80 ", "{cycles_last 0x7C ")},
                            ("registers", "register cycles_last at 0x7c, the specification's at 0x80")),
-        "clock of some interfaces": ({pkg: ("ASSOCIATED_BUSIF s_axi_control:m_axi_wts:m_axi_act:s_axis_in:m_axis_out",
-                                            "ASSOCIATED_BUSIF s_axi_control:m_axi_wts:m_axi_act")},
+        "clock of some interfaces": ({pkg: ("ASSOCIATED_BUSIF s_axi_control:m_axi_wts:m_axi_act:m_axi_act2:s_axis_in:"
+                                            "m_axis_out", "ASSOCIATED_BUSIF s_axi_control:m_axi_wts:m_axi_act")},
                                      ("interfaces", "clock ap_clk: ASSOCIATED_BUSIF ['m_axi_act', 'm_axi_wts', "
                                                     "'s_axi_control'], the AXI interfaces are ['m_axi_act', "
-                                                    "'m_axi_wts', 'm_axis_out', 's_axi_control', 's_axis_in']")),
+                                                    "'m_axi_act2', 'm_axi_wts', 'm_axis_out', 's_axi_control', "
+                                                    "'s_axis_in']")),
     }[broken]
     root = _mirror(tmp_path, edits)
     r, log, model = run_package_ip(tmp_path, tiny, C.mock_hdl_file(wrapper, tmp_path / "hdl.txt"),
@@ -484,8 +487,17 @@ def test_block_design_either_engine(tmp_path, packaged):
     assert C.hls_interfaces() == {"s_axi_control": "", "m_axi_wts": "Data_m_axi_wts", "m_axi_act": "Data_m_axi_act",
                                   "s_axis_in": "", "m_axis_out": ""}
     assert _ip_interfaces(model) == {"s_axi_control": "", "m_axi_wts": "m_axi_wts", "m_axi_act": "m_axi_act",
-                                     "s_axis_in": "", "m_axis_out": ""}
-    assert logs["rtl"] == logs["hls"]
+                                     "m_axi_act2": "m_axi_act2", "s_axis_in": "", "m_axis_out": ""}
+    # the same design but for the RTL twin's second activation path (m_axi_act2 -> act2_sc -> HP3)
+    rtl, prev_dropped = [], False
+    for l in logs["rtl"]:
+        if "act2" in l or "HP3" in l or (prev_dropped and l.startswith("PROP ")):   # (with its PROP lines)
+            prev_dropped = True
+            continue
+        prev_dropped = False
+        rtl.append(l)
+    assert rtl == logs["hls"]
+    assert any("zq_top_0/m_axi_act2 act2_sc/S00_AXI" in l for l in logs["rtl"])
 
 
 @needs_tclsh
@@ -506,9 +518,9 @@ def test_block_design_engine_argument(tmp_path):
 def test_block_design_broken_copy_fails(tmp_path, packaged, engine):
     """A broken copy of pynq_z2.tcl that maps each engine's address spaces by the other's names
     (the mistake of one name for both): the check against that engine names the unmapped spaces."""
-    old = "hls {wts Data_m_axi_wts act Data_m_axi_act}\n    rtl {wts m_axi_wts act m_axi_act}"
+    old = "hls {wts Data_m_axi_wts act Data_m_axi_act}\n    rtl {wts m_axi_wts act m_axi_act act2 m_axi_act2}"
     root = _mirror(tmp_path, {"board/pynq_z2.tcl": (old, "hls {wts m_axi_wts act m_axi_act}\n    rtl {wts "
-                                                         "Data_m_axi_wts act Data_m_axi_act}")})
+                                                         "Data_m_axi_wts act Data_m_axi_act act2 Data_m_axi_act2}")})
     d = tmp_path / "bd"
     d.mkdir()
     r, log, _ = run_block_design(d, engine, script=root / "board" / "pynq_z2.tcl", MOCK_WNS="0.3")

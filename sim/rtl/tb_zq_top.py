@@ -161,7 +161,8 @@ class TB:
         return f"layer {li} '{name}', {top_name}, at cycle {self.ddr.cycle} ({mem}); engine: {st}"
 
     DEBUG_SIGNALS = ("state", "li", "abort", "err_flags", "u_core.busy", "u_core.u_loop.state", "u_fill.busy",
-                     "u_fill.active", "u_wdma.busy", "u_wdma.active", "out_idle", "u_out.f_count", "stem_in_done",
+                     "u_fill.u_fill0.active", "u_wdma.busy", "u_wdma.active", "out_idle", "u_out.u_out0.f_count",
+                     "stem_in_done",
                      "u_stem.istate", "u_stem.bstate", "u_axis_out.active")
 
     def state(self) -> dict:
@@ -185,7 +186,7 @@ class TB:
         else:
             self.source.clear_pause_generator()
             self.sink.clear_pause_generator()
-        for port in (self.ddr.wts, self.ddr.act):
+        for port in self.ddr.ports:
             port.set_stalls(0.3 if on else 0.0, seed)
 
     def start_monitor(self):
@@ -278,7 +279,7 @@ class LastStepIsolator:
         u = dut.u_core
         self.r = dict(li=signal_reader(dut.li), top=signal_reader(dut.state), loop=signal_reader(u.u_loop.state),
                       l1=signal_reader(u.u_loop.l1_v), l2=signal_reader(u.u_loop.l2_v), s0=signal_reader(u.s_valid),
-                      full=signal_reader(dut.out_full), count=signal_reader(dut.u_out.f_count))
+                      full=signal_reader(dut.out_full), count=signal_reader(dut.u_out.u_out0.f_count))
         self.hold_w = False
         port.hold("w", lambda c: self.hold_w)
         self.phase = "wait"
@@ -410,7 +411,9 @@ async def run_frames(dut):
                frames_done=frames_done, status=status, per_frame=per_frame, t_done_ns=t_done, sim_cycles=sim_cycles,
                wall_s=wall, extra_output_frames=extra,
                ddr=dict(wts_bursts=tb.ddr.wts.read.bursts, wts_bytes=tb.ddr.wts.read.bytes,
-                        act_rd_bytes=tb.ddr.act.read.bytes, act_wr_bytes=tb.ddr.act.write.bytes))
+                        act_rd_bytes=tb.ddr.act.read.bytes + tb.ddr.act2.read.bytes,
+                        act_wr_bytes=tb.ddr.act.write.bytes + tb.ddr.wts.write.bytes,
+                        act2_rd_bytes=tb.ddr.act2.read.bytes, wts_wr_bytes=tb.ddr.wts.write.bytes))
     if labels is not None:
         res["labels"] = np.asarray(labels)
         res["top1"] = float(np.mean(got_arr.argmax(axis=1) == np.asarray(labels))) if n else 0.0
@@ -728,7 +731,7 @@ class LateLastRow:
 
     def __init__(self, dut, port, li: int, rows: int, hold_after: int = 100):
         self.li, self.rows, self.hold_after = li, rows, hold_after
-        self.r = dict(li=signal_reader(dut.li), top=signal_reader(dut.state), p_y=signal_reader(dut.u_fill.p_y),
+        self.r = dict(li=signal_reader(dut.li), top=signal_reader(dut.state), p_y=signal_reader(dut.u_fill.u_fill0.p_y),
                       core=signal_reader(dut.core_busy))
         self.idle_at = None
         self.holding = False
