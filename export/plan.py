@@ -156,14 +156,15 @@ DSP48E1_BUDGET = 220
 def default_engine(cfg: NetConfig) -> EngineParams:
     """The engine an export uses when none is given. ImageNet-class networks (over 100 M MACs per
     frame): 32 x 16 MAC lanes, 220 lane pairs on DSP48E1 and 72 lanes on LUT multipliers, both
-    activation paths, 256 KiB of activation RAM (the full ZynqNet: ~80 fps at 100 MHz under the
-    pynq-z2 memory, 106 BRAM36); ``EngineParams(16, 16, act_paths=1)`` is the engine before
+    activation paths, 192 KiB of activation RAM (the full ZynqNet: ~81 fps at 100 MHz under the
+    pynq-z2 memory, 106 BRAM36 with its 512-word weight ring; 288 KiB would keep f4 and f5 on chip
+    for 1 fps more and 133 BRAM36); ``EngineParams(16, 16, act_paths=1)`` is the engine before
     (128 DSP48E1, one path, 320 KiB: 46 fps). The small ones keep 16 x 8 (64 DSP48E1;
     zynqnet-mini: ~1 630 fps), whose narrow layers would leave half of a 16-lane reduction idle.
     The co-design search picks engines per design instead (zynqflow.dse)."""
     macs = sum(o * o * l.k * l.k * l.cin * l.cout for l, o in
                ((l, cfg.tensor_shapes()[l.dst][0]) for l in cfg.conv_layers))
-    return EngineParams(32, 16, act_kb=256) if macs > 100_000_000 else EngineParams(16, 8)
+    return EngineParams(32, 16, act_kb=192) if macs > 100_000_000 else EngineParams(16, 8)
 
 
 @dataclass
