@@ -11,7 +11,10 @@
 // w_hi = -128 and w_lo < 0 (it wraps by 2^25); then P carries 2^25*x more and
 // the split gives 128*x instead of w_hi*x = -128*x, so hi is negated (the
 // `wrap` flag travels beside the DSP). No guard bits remain, so products are
-// split every cycle and summed in fabric adder trees.
+// split every cycle and summed in fabric adder trees. The DSP's post-adder adds 2^16 (its C
+// input, a constant), so that hi is P's top bits alone (the carry of bit 16 comes for free) and
+// lo is P's low 17 bits with bit 16 inverted: the split costs the fabric no adder but the
+// negation of the wrap, which the adder tree completes (a complemented product, and a count).
 //
 // Mixed lanes: the first DSP_PAIRS lane pairs (pair index j * N_CI + ci) are DSP48E1 pairs as
 // above; each of the others is two exact LUT multipliers (zq_lut_mul, w_lo * x and w_hi * x),
@@ -88,6 +91,7 @@ module zq_mac_array #(
 
     // ---- DSP pairs and the split; LUT pairs ---------------------------------------------
     logic signed [PROD_W-1:0] prod [0:N_PE-1][0:N_CI-1];   // t+5
+    logic                     neg  [0:N_PE-1][0:N_CI-1];   // t+5: the product is -(prod + ... ): ~prod + 1
 
     genvar j, c, g;
     generate
@@ -108,14 +112,17 @@ module zq_mac_array #(
                         ad  <= d_r + a_r;       // 25 bits: wraps when w_hi = -128 and w_lo < 0
                         b2  <= b1;
                         m   <= ad * b2;
-                        p   <= m;
+                        p   <= m + 34'sd65536;      // the post-adder: + 2^16 (C), so P>>>17 rounds
                         wrap <= {wrap[3:1], (w_hi == -8'sd128) && w_lo[7]};
                     end
-                    // t+5: split P into the two products
-                    wire signed [17:0] hi_raw = 18'(p >>> 17) + 18'(p[16]);
+                    // t+5: split P = AD*B + 2^16 into the two products: hi = P>>>17 (= (AD*B >>> 17) +
+                    // bit 16 of AD*B, the borrow of a negative lo), lo = AD*B[16:0] = P[16:0] - 2^16; the
+                    // wrap's negation of hi is left to the adder tree (~hi there, +1 in the PE's count)
                     always_ff @(posedge clk) begin
-                        prod[j][c]        <= PROD_W'($signed(p[16:0]));
-                        prod[j + HALF][c] <= wrap[4] ? -hi_raw : hi_raw;
+                        prod[j][c]        <= PROD_W'($signed({~p[16], p[15:0]}));
+                        prod[j + HALF][c] <= PROD_W'(p >>> 17);
+                        neg[j][c]         <= 1'b0;
+                        neg[j + HALF][c]  <= wrap[4];
                     end
                 end else begin : g_lut
                     logic signed [16:0] p_lo, p_hi;   // t+4
@@ -124,6 +131,8 @@ module zq_mac_array #(
                     always_ff @(posedge clk) begin    // t+5
                         prod[j][c]        <= PROD_W'(p_lo);
                         prod[j + HALF][c] <= PROD_W'(p_hi);
+                        neg[j][c]         <= 1'b0;
+                        neg[j + HALF][c]  <= 1'b0;
                     end
                 end
             end
@@ -131,21 +140,32 @@ module zq_mac_array #(
     endgenerate
 
     // ---- adder trees: 4 lanes per partial sum (t+6), then the PE sum (t+7) -------
+    // A negated product enters its partial sum complemented (the XOR sits in the adder's LUTs) and
+    // the PE's count of them (t+6) completes the negations in the PE sum (t+7).
+    localparam CNT_W = $clog2(N_CI + 1);
     logic signed [SUM_W-1:0] part [0:N_PE-1][0:GROUPS-1];
     logic signed [SUM_W-1:0] sum  [0:N_PE-1];
+    logic [CNT_W-1:0]        cnt  [0:N_PE-1];
     generate
         for (j = 0; j < N_PE; j = j + 1) begin : g_tree
             for (g = 0; g < GROUPS; g = g + 1) begin : g_part
                 always_ff @(posedge clk) begin
                     logic signed [SUM_W-1:0] s;
                     s = '0;
-                    for (int i = 4 * g; i < 4 * g + 4 && i < N_CI; i++) s = s + SUM_W'(prod[j][i]);
+                    for (int i = 4 * g; i < 4 * g + 4 && i < N_CI; i++)
+                        s = s + (SUM_W'(prod[j][i]) ^ {SUM_W{neg[j][i]}});
                     part[j][g] <= s;
                 end
             end
             always_ff @(posedge clk) begin
+                logic [CNT_W-1:0] n;
+                n = '0;
+                for (int i = 0; i < N_CI; i++) n = n + CNT_W'(neg[j][i]);
+                cnt[j] <= n;
+            end
+            always_ff @(posedge clk) begin
                 logic signed [SUM_W-1:0] s;
-                s = '0;
+                s = SUM_W'(cnt[j]);
                 for (int i = 0; i < GROUPS; i++) s = s + part[j][i];
                 sum[j] <= s;
             end
