@@ -161,13 +161,13 @@ CALIBRATION: dict[str, dict] = {
                             input_size=None, n_pe=32, n_ci=8, lut=22330, ff=27083, bram36=32.5, dsp=128),
 }
 # What a LUT lane and the second activation path add, each counted by Yosys 0.23 synth_xilinx on the
-# modules alone (the rest of the engine unchanged): zq_mac_array 16 x 8 with DSP_PAIRS 64 (4 851 LUT +
-# 409 LUT RAM/SRL, 4 799 FF) against DSP_PAIRS 28 (72 lanes on zq_lut_mul: 8 038 + 517, 8 718 FF), so a
+# modules alone (the rest of the engine unchanged): zq_mac_array 16 x 8 with DSP_PAIRS 64 (3 908 LUT +
+# 409 LUT RAM/SRL, 4 823 FF) against DSP_PAIRS 28 (72 lanes on zq_lut_mul: 7 659 + 517, 8 775 FF), so a
 # LUT lane costs its multiplier less the packed DSP's split in fabric; zq_fill_paths and zq_out_paths
 # (N_PE 32) with PATHS 2 against PATHS 1: a second zq_fill_dma, port B's multiplexer and row count
 # (+930 LUT, +822 FF), a second zq_out_dma and its routing (+317 LUT, +185 FF; its FIFOs' LUT RAM is
 # in rams()).
-LUT_LANE = dict(lut=45.8, ff=54.4)
+LUT_LANE = dict(lut=53.6, ff=54.9)
 PATH2 = dict(lut=1247.0, ff=1007.0)
 # lut = a0 + a1 * lanes + a2 * n_pe + a3 * n_ci (+ the LUT RAM of the small RAMs, + LUT lanes, + path 2); ff likewise
 LUT_COEF = (7229.32, 27.11, 230.53, 0.0)

@@ -144,7 +144,7 @@ def _export(which: str):
     return {
         "tiny": lambda: fixtures.random_export("zynqnet-tiny"),
         "mini": lambda: fixtures.random_export("zynqnet-mini"),
-        "zq64-ddr": lambda: fixtures.random_export("zynqnet", input_size=64, n_pe=16, n_ci=16, act_kb=24),
+        "zq64-ddr": lambda: fixtures.random_export("zynqnet", input_size=64, n_pe=16, n_ci=16, act_kb=24, dsp_pairs=96),
         "zq256": lambda: fixtures.random_export("zynqnet", n_pe=16, n_ci=16, vectors=1),
         "rgb": lambda: fixtures.variant_export("rgb"),
         "wide": lambda: fixtures.variant_export("wide"),

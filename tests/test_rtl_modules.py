@@ -46,8 +46,8 @@ PARAMS: dict[str, list[dict]] = {
     "zq_axi_rd":    [dict(DATA_W=64, MAX_OUT=8), dict(DATA_W=32, MAX_OUT=2)],
     "zq_axi_wr":    [dict(DATA_W=64, MAX_OUT=8, W_QUEUE=4), dict(DATA_W=32, MAX_OUT=2, W_QUEUE=2)],
     "zq_act_mem":   [dict(WPG=2, ROWS=1024, WORD_W=64), dict(WPG=4, ROWS=96, WORD_W=32)],
-    # DSP pairs and LUT pairs side by side (40 of 64 pairs on DSP48E1); all DSP48E1
-    "zq_mac_array": [dict(N_PE=16, N_CI=8, DSP_PAIRS=40), dict(N_PE=8, N_CI=4)],
+    # all DSP48E1; DSP pairs and LUT pairs side by side (10 of 16 pairs on DSP48E1)
+    "zq_mac_array": [dict(N_PE=16, N_CI=8), dict(N_PE=8, N_CI=4, DSP_PAIRS=10)],
     "zq_lut_mul":   [dict()],
     "zq_requant":   [dict(N_PE=16, ACC_W=32, OUT_W=18), dict(N_PE=4, ACC_W=32, OUT_W=12)],
     "zq_loop_gen":  [dict(N_PE=16, WPG=2, ROW_W=12, WR_W=9), dict(N_PE=32, WPG=4, ROW_W=10, WR_W=6)],
@@ -73,7 +73,7 @@ SLOW: dict[str, list[dict]] = {
     "zq_axi_wr":    [dict(DATA_W=64, MAX_OUT=4, W_QUEUE=8)],
     "zq_act_mem":   [dict(WPG=1, ROWS=64, WORD_W=128)],
     "zq_mac_array": [dict(N_PE=32, N_CI=8), dict(N_PE=16, N_CI=16), dict(N_PE=8, N_CI=4, DSP_PAIRS=0),
-                     dict(N_PE=32, N_CI=16, DSP_PAIRS=220)],
+                     dict(N_PE=16, N_CI=8, DSP_PAIRS=40), dict(N_PE=32, N_CI=16, DSP_PAIRS=220)],
     "zq_requant":   [dict(N_PE=2, ACC_W=32, OUT_W=17)],
     "zq_loop_gen":  [dict(N_PE=8, WPG=1, ROW_W=11, WR_W=7)],
     "zq_out_dma":   [dict(N_PE=8, DEPTH=32, MARGIN=12, PIPE=6, MAX_OUT=4)],
