@@ -40,7 +40,7 @@ from zynqflow.spec.qnet import QNet
 from zynqflow.spec.recipes import default_recipe
 from zynqflow.spec.topology import DesignRuleError, check_rules
 
-from .plan import EngineParams, ExportError, HwPlan, default_engine, plan_hardware
+from .plan import EngineParams, ExportError, HwPlan, default_engine, engine_from_args, plan_hardware
 
 FORMAT_VERSION = 2
 
@@ -314,15 +314,6 @@ def dataset_test_frames(qnet: QNet, info: dict, n: int, data_dir: str | None = N
     ds = load_dataset(data, data_dir or info.get("data_dir"), size=h, channels=c, recipe=info.get("recipe"),
                       split=info.get("split"), skip_bad=bool(info.get("skip_bad")))
     return ds.test.subset(n).hwc()
-
-
-def engine_from_args(cfg, n_pe: int | None, n_ci: int | None, **given) -> EngineParams:
-    """The engine of an export: the network's default engine, or ``EngineParams(n_pe, n_ci)`` when
-    they are given; then each option in ``given`` that is not None."""
-    from dataclasses import replace
-
-    base = default_engine(cfg) if n_pe is None else EngineParams(n_pe, n_ci)
-    return replace(base, **{k: v for k, v in given.items() if v is not None})
 
 
 def main(argv=None) -> int:

@@ -167,6 +167,15 @@ def default_engine(cfg: NetConfig) -> EngineParams:
     return EngineParams(32, 16, act_kb=192) if macs > 100_000_000 else EngineParams(16, 8)
 
 
+def engine_from_args(cfg: NetConfig, n_pe: int | None = None, n_ci: int | None = None, **given) -> EngineParams:
+    """The engine of a command line: the network's default engine, or ``EngineParams(n_pe, n_ci)``
+    when they are given; then each option in ``given`` that is not None."""
+    from dataclasses import replace
+
+    base = default_engine(cfg) if n_pe is None else EngineParams(n_pe, n_ci)
+    return replace(base, **{k: v for k, v in given.items() if v is not None})
+
+
 @dataclass
 class Tensor:
     """A tensor of the network and where the plan puts it."""

@@ -273,8 +273,13 @@ def test_model_rates_and_bounds(tmp_path, capsys):
     text = capsys.readouterr().out
     assert "pynq-z2 cycles" in text and "ideal cycles" in text
     rows = {l["name"]: l for l in json.loads(out.read_text())["layers"]}
-    assert {n for n, l in rows.items() if l["bound"]["pynq-z2"] != "compute"} == {"c1", "f2/e1", "f3/e1", "f3/s1"}
-    assert rows["f3/s1"]["bound"]["pynq-z2"] == "ddr read" and rows["f2/e1"]["bound"]["pynq-z2"] == "ddr write"
+    # the default engine (32 x 16, both paths): the squeezes that read DDR through two-row rings are
+    # bound by the reads, the 1x1 expands and c1 by the writes, which the DDR's shared budget holds
+    # down under pynq-z2 (each runs at two ports' rate under ideal)
+    dd = {n for n, l in rows.items() if l["bound"]["pynq-z2"] != "compute"}
+    assert {"c1", "f2/e1", "f3/e1", "f3/s1", "f5/s1"} <= dd <= {n for n in rows if n < "f7"}
+    assert rows["f3/s1"]["bound"]["pynq-z2"] == rows["f3/s1"]["bound"]["ideal"] == "ddr read"
+    assert rows["f2/e1"]["bound"]["pynq-z2"] == "ddr shared" and rows["f2/e1"]["bound"]["ideal"] == "ddr write"
     assert all(l["cycles"]["pynq-z2"] >= l["cycles"]["ideal"] for l in rows.values())
     assert bounds.main(["--net", "zynqnet", "--memory", "ddr9", "--out", str(out)]) == 2
     assert "unknown memory preset 'ddr9' (known: ideal, pynq-z2, stress)" in capsys.readouterr().err
