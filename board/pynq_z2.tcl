@@ -16,7 +16,7 @@
 #
 # Both engines are wired identically: the same cell name (zq_top_0), interfaces
 # (s_axi_control, m_axi_wts, m_axi_act, s_axis_in, m_axis_out), pins (ap_clk, ap_rst_n,
-# interrupt), HP ports, SmartConnects, DMA, interrupt controller and address map. Only
+# interrupt), HP ports, protocol converters, DMA, interrupt controller and address map. Only
 # the names of the engine's address spaces differ, and each is mapped by its own:
 # Vitis HLS names them Data_m_axi_wts / Data_m_axi_act, the IP packager after the
 # interfaces, m_axi_wts / m_axi_act.
@@ -27,11 +27,12 @@
 #     M_AXI_GP0 -> ctrl_ic (AXI interconnect) -> zq_top_0/s_axi_control  (0x4000_0000, 64 KiB)
 #                                             -> axi_dma_0/S_AXI_LITE    (0x4040_0000)
 #                                             -> axi_intc_0/s_axi        (0x4180_0000)
-#   zq_top_0's AXI4 masters (64-bit), each through its own SmartConnect (AXI4 -> AXI3) to a PS7
-#   high-performance port in 64-bit mode:
-#     m_axi_wts (the weight image; path 2's DDR-tensor writes)   -> wts_sc  -> ps7/S_AXI_HP0
-#     m_axi_act (the activation scratch: path 1, reads, writes)  -> act_sc  -> ps7/S_AXI_HP2
-#     m_axi_act2 (RTL twin only: path 2's DDR-tensor reads)      -> act2_sc -> ps7/S_AXI_HP3
+#   zq_top_0's AXI4 masters (64-bit), each through its own AXI protocol converter (AXI4 -> AXI3,
+#   TRANSLATION_MODE 0: the engines' bursts never exceed 16 beats, so no splitting logic; PG059) to
+#   a PS7 high-performance port in 64-bit mode:
+#     m_axi_wts (the weight image; path 2's DDR-tensor writes)   -> wts_pc  -> ps7/S_AXI_HP0
+#     m_axi_act (the activation scratch: path 1, reads, writes)  -> act_pc  -> ps7/S_AXI_HP2
+#     m_axi_act2 (RTL twin only: path 2's DDR-tensor reads)      -> act2_pc -> ps7/S_AXI_HP3
 #     all see the DDR at 0x0000_0000, 512 MiB (the engine's window: spec.engine.DDR_WINDOW_BYTES)
 #   axi_dma_0 (simple mode, no scatter-gather, 32-bit streams, 23-bit length)
 #     M_AXIS_MM2S -> zq_top_0/s_axis_in      zq_top_0/m_axis_out -> S_AXIS_S2MM
@@ -273,19 +274,21 @@ connect_bd_intf_net [get_bd_intf_pins ctrl_ic/M01_AXI] [get_bd_intf_pins axi_dma
 
 # the engine's DDR masters: m_axi_wts -> HP0, m_axi_act -> HP2, and the RTL twin's m_axi_act2 -> HP3
 # (HP0/HP1 and HP2/HP3 share a DDR controller port each: weights and activations do not queue
-# behind each other), each through a SmartConnect (the HP ports are AXI3; the engine's bursts are
-# at most 16 beats, spec.engine)
+# behind each other), each through an AXI protocol converter: the HP ports are AXI3, and the
+# engines' bursts are at most 16 beats (spec.engine's AXI_BURST_BEATS; the HLS pragmas'
+# max_*_burst_length=16), so TRANSLATION_MODE 0 ("unprotected", PG059) leaves out the splitting
+# logic: a converter far lighter than a SmartConnect (the protocols propagate from the interfaces)
 set zq_ports [dict keys $zq_spaces($engine)]
 foreach port $zq_ports {
-    set sc ${port}_sc
+    set pc ${port}_pc
     set hp $zq_hp($port)
-    create_bd_cell -type ip -vlnv xilinx.com:ip:smartconnect:1.0 $sc
-    set_property -dict [list CONFIG.NUM_SI {1} CONFIG.NUM_MI {1}] [get_bd_cells $sc]
-    connect_bd_intf_net [get_bd_intf_pins zq_top_0/m_axi_$port] [get_bd_intf_pins $sc/S00_AXI]
-    connect_bd_intf_net [get_bd_intf_pins $sc/M00_AXI] [get_bd_intf_pins ps7/S_AXI_$hp]
+    create_bd_cell -type ip -vlnv xilinx.com:ip:axi_protocol_converter:2.1 $pc
+    set_property -dict [list CONFIG.TRANSLATION_MODE {0}] [get_bd_cells $pc]
+    connect_bd_intf_net [get_bd_intf_pins zq_top_0/m_axi_$port] [get_bd_intf_pins $pc/S_AXI]
+    connect_bd_intf_net [get_bd_intf_pins $pc/M_AXI] [get_bd_intf_pins ps7/S_AXI_$hp]
     connect_bd_net $clk [get_bd_pins ps7/S_AXI_${hp}_ACLK]
-    connect_bd_net $clk [get_bd_pins $sc/aclk]
-    connect_bd_net $aresetn [get_bd_pins $sc/aresetn]
+    connect_bd_net $clk [get_bd_pins $pc/aclk]
+    connect_bd_net $aresetn [get_bd_pins $pc/aresetn]
 }
 
 # data: DMA masters -> SmartConnect -> HP1

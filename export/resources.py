@@ -21,8 +21,9 @@ out by its pragmas (:func:`hls_rams`) and which no synthesis here calibrates.
   dominates; a LUT lane and the second activation path add what Yosys counted for
   them alone (:data:`LUT_LANE`, :data:`PATH2`). Its error against those runs is in
   ``CALIBRATION`` and checked by the tests.
-* **The block design** around the engine (board/pynq_z2.tcl: SmartConnects, the DMA,
-  the interrupt controller, the control interconnect): :func:`block_design`, an estimate
+* **The block design** around the engine (board/pynq_z2.tcl: the masters' protocol converters,
+  the DMA and its SmartConnect, the interrupt controller, the control interconnect):
+  :func:`block_design`, an estimate
   with its sources, so that the LUT fill of the part can be judged (``make synth-estimate``).
 """
 
@@ -164,17 +165,18 @@ CALIBRATION: dict[str, dict] = {
                             pre27=True),
 }
 # What a LUT lane and the second activation path add, each counted by Yosys 0.23 synth_xilinx on the
-# modules alone (the rest of the engine unchanged): zq_mac_array 16 x 8 with DSP_PAIRS 64 (3 908 LUT +
-# 409 LUT RAM/SRL, 4 823 FF) against DSP_PAIRS 28 (72 lanes on zq_lut_mul: 7 659 + 517, 8 775 FF), so a
+# modules alone (the rest of the engine unchanged): zq_mac_array 16 x 8 with DSP_PAIRS 64 (3 648 LUT +
+# 409 LUT RAM/SRL, 4 519 FF) against DSP_PAIRS 28 (72 lanes on zq_lut_mul: 7 413 + 517, 8 399 FF), so a
 # LUT lane costs its multiplier less the packed DSP's split in fabric; zq_fill_paths and zq_out_paths
 # (N_PE 32) with PATHS 2 against PATHS 1: a second zq_fill_dma, port B's multiplexer and row count
 # (+930 LUT, +822 FF), a second zq_out_dma and its routing (+317 LUT, +185 FF; its FIFOs' LUT RAM is
 # in rams()).
-LUT_LANE = dict(lut=53.6, ff=54.9)
-# The points marked pre27 were synthesized before the packed DSP's split moved into its post-adder and
-# the adder tree (issue 27); zq_mac_array 16 x 8, all DSP48E1, before and after: 4 851 and 3 908 LUT,
-# 4 799 and 4 823 FF. The fit takes them as measured less that saving per DSP lane.
-SPLIT_SAVING = dict(lut=(4851 - 3908) / 128, ff=(4799 - 4823) / 128)
+LUT_LANE = dict(lut=53.8, ff=53.9)
+# The points marked pre27 were synthesized before issue 27 moved the packed DSP's split into its
+# post-adder and the adder tree and narrowed the products to 16 bits; zq_mac_array 16 x 8, all
+# DSP48E1, before and after: 4 851 and 3 648 LUT, 4 799 and 4 519 FF. The fit takes them as measured
+# less that saving per DSP lane.
+SPLIT_SAVING = dict(lut=(4851 - 3648) / 128, ff=(4799 - 4519) / 128)
 PATH2 = dict(lut=1247.0, ff=1007.0)
 # lut = a0 + a1 * lanes + a2 * n_pe + a3 * n_ci (+ the LUT RAM of the small RAMs, + LUT lanes, + path 2); ff likewise
 LUT_COEF = (7229.32, 27.11, 230.53, 0.0)
@@ -240,15 +242,21 @@ def fit(calibration: dict[str, dict] = CALIBRATION) -> tuple[tuple[float, ...], 
 # LUTs of the IPs the block design adds, for the xc7z020's fill: an estimate (Vivado is not run here),
 # each with where its figure comes from. The SmartConnect figure is a Vivado measurement of a one-master,
 # one-slave SmartConnect in front of a Zynq-7000 HP port (analogdevicesinc/hdl pull request #1054,
-# Vivado 2023.1, coraz7s: 910 LUTs, 904 registers, against none for an AXI Interconnect there); the
-# others are our budgets from the IPs' configurations, not measurements (PG021, PG059 and PG099
-# publish per-configuration resource tables that were not at hand).
+# Vivado 2023.1, coraz7s: 910 LUTs, 904 registers, against none for an AXI Interconnect there). The
+# engine's masters go through AXI protocol converters in TRANSLATION_MODE 0 instead (PG059: no burst
+# splitting for masters whose bursts never exceed 16 beats): what is left of the converter's
+# axi3_conv with C_SUPPORT_SPLITTING = 0 is the registered AW and AR commands and a 32-deep LUT FIFO
+# of write IDs and lengths for WID and the W count; its figure is our budget from that logic, as are
+# the others from the IPs' configurations: not measurements (PG021, PG059 and PG099 publish
+# per-configuration resource tables that were not at hand).
 SMARTCONNECT_1X1 = dict(lut=910, ff=904, source="Vivado 2023.1, Zynq-7000 HP port, one endpoint "
                                                 "(analogdevicesinc/hdl PR #1054)")
+PROTOCOL_CONVERTER = dict(lut=200, ff=250, source="budget: axi_protocol_converter 2.1 AXI4 -> AXI3, "
+                                                  "TRANSLATION_MODE 0 (PG059), from its logic without splitting")
 BLOCK_DESIGN_BUDGET = (
     # (cell, LUT, FF, source)
     ("mem_sc (SmartConnect 2:1, the DMA's two masters -> HP1)", 2 * 910, 2 * 904,
-     "budget: twice the measured 1:1 SmartConnect"),
+     "budget: twice the measured 1:1 SmartConnect (analogdevicesinc/hdl PR #1054)"),
     ("axi_dma_0 (simple mode, 32-bit MM2S and S2MM, 23-bit lengths)", 2000, 2500,
      "budget (PG021 configuration without scatter-gather or realignment)"),
     ("ctrl_ic (AXI Interconnect 1:3, GP0 AXI3 -> AXI4-Lite)", 600, 700,
@@ -259,12 +267,13 @@ BLOCK_DESIGN_BUDGET = (
 
 def block_design(plan) -> dict:
     """What board/pynq_z2.tcl adds around the RTL twin in LUTs and flip-flops (an estimate, item by
-    item with its source): one SmartConnect per engine master (m_axi_wts, m_axi_act, and m_axi_act2
-    when the engine has two activation paths), the DMA's SmartConnect, the DMA, the control
-    interconnect, the interrupt controller and the reset."""
+    item with its source): one protocol converter per engine master (m_axi_wts, m_axi_act, and
+    m_axi_act2 when the engine has two activation paths), the DMA's SmartConnect, the DMA, the
+    control interconnect, the interrupt controller and the reset."""
     masters = 2 + (1 if plan.act_paths == 2 else 0)
-    items = [dict(cell=f"{p}_sc (SmartConnect 1:1 -> HP)", lut=SMARTCONNECT_1X1["lut"], ff=SMARTCONNECT_1X1["ff"],
-                  source=SMARTCONNECT_1X1["source"]) for p in ("wts", "act", "act2")[:masters]]
+    items = [dict(cell=f"{p}_pc (AXI protocol converter AXI4 -> AXI3 -> HP)", lut=PROTOCOL_CONVERTER["lut"],
+                  ff=PROTOCOL_CONVERTER["ff"], source=PROTOCOL_CONVERTER["source"])
+             for p in ("wts", "act", "act2")[:masters]]
     items += [dict(cell=c, lut=l, ff=f, source=src) for c, l, f, src in BLOCK_DESIGN_BUDGET]
     return dict(lut=sum(i["lut"] for i in items), ff=sum(i["ff"] for i in items), items=items,
                 label="estimate of the block design's IPs (not a Vivado result)")

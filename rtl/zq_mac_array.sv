@@ -13,8 +13,10 @@
 // `wrap` flag travels beside the DSP). No guard bits remain, so products are
 // split every cycle and summed in fabric adder trees. The DSP's post-adder adds 2^16 (its C
 // input, a constant), so that hi is P's top bits alone (the carry of bit 16 comes for free) and
-// lo is P's low 17 bits with bit 16 inverted: the split costs the fabric no adder but the
-// negation of the wrap, which the adder tree completes (a complemented product, and a count).
+// lo is P's low 17 bits with bit 16 inverted; a lane holds an unsigned or signed 8-bit value, so
+// both products lie in [-32640, 16384] and 16 bits of each suffice: lo = P[15:0], hi = P[32:17].
+// The split costs the fabric no adder but the negation of the wrap, which the adder tree
+// completes (a complemented product, and a count).
 //
 // Mixed lanes: the first DSP_PAIRS lane pairs (pair index j * N_CI + ci) are DSP48E1 pairs as
 // above; each of the others is two exact LUT multipliers (zq_lut_mul, w_lo * x and w_hi * x),
@@ -51,8 +53,13 @@ module zq_mac_array #(
 
     localparam HALF   = N_PE / 2;
     localparam GROUPS = (N_CI + 3) / 4;           // partial sums of 4 lanes
-    localparam PROD_W = 18;                       // a split product (17 bits) and its negation
-    localparam SUM_W  = PROD_W + $clog2(N_CI) + 1;
+    // A product of an 8-bit weight and a lane (signed [-128, 127] or unsigned [0, 255]) lies in
+    // [-32640, 16384], and so do hi before the wrap's negation (128 x, less a borrow) and the
+    // complements the adder tree takes: 16 bits. Sums of 4 and of N_CI of them: 2 and clog2(N_CI)
+    // bits more (the PE sum's real value fits; its partial terms wrap harmlessly).
+    localparam PROD_W = 16;
+    localparam PART_W = PROD_W + 2;
+    localparam SUM_W  = PROD_W + ((N_CI > 1) ? $clog2(N_CI) : 1);
 
     // parameter checks, at elaboration
     if (N_PE % 2 != 0) begin : g_param_check0
@@ -116,11 +123,12 @@ module zq_mac_array #(
                         wrap <= {wrap[3:1], (w_hi == -8'sd128) && w_lo[7]};
                     end
                     // t+5: split P = AD*B + 2^16 into the two products: hi = P>>>17 (= (AD*B >>> 17) +
-                    // bit 16 of AD*B, the borrow of a negative lo), lo = AD*B[16:0] = P[16:0] - 2^16; the
-                    // wrap's negation of hi is left to the adder tree (~hi there, +1 in the PE's count)
+                    // bit 16 of AD*B, the borrow of a negative lo), lo = AD*B[16:0] = P[16:0] - 2^16,
+                    // which is P[15:0] in 16 bits; the wrap's negation of hi is left to the adder tree
+                    // (~hi there, +1 in the PE's count)
                     always_ff @(posedge clk) begin
-                        prod[j][c]        <= PROD_W'($signed({~p[16], p[15:0]}));
-                        prod[j + HALF][c] <= PROD_W'(p >>> 17);
+                        prod[j][c]        <= $signed(p[15:0]);
+                        prod[j + HALF][c] <= $signed(p[17+PROD_W-1:17]);
                         neg[j][c]         <= 1'b0;
                         neg[j + HALF][c]  <= wrap[4];
                     end
@@ -143,17 +151,17 @@ module zq_mac_array #(
     // A negated product enters its partial sum complemented (the XOR sits in the adder's LUTs) and
     // the PE's count of them (t+6) completes the negations in the PE sum (t+7).
     localparam CNT_W = $clog2(N_CI + 1);
-    logic signed [SUM_W-1:0] part [0:N_PE-1][0:GROUPS-1];
+    logic signed [PART_W-1:0] part [0:N_PE-1][0:GROUPS-1];
     logic signed [SUM_W-1:0] sum  [0:N_PE-1];
     logic [CNT_W-1:0]        cnt  [0:N_PE-1];
     generate
         for (j = 0; j < N_PE; j = j + 1) begin : g_tree
             for (g = 0; g < GROUPS; g = g + 1) begin : g_part
                 always_ff @(posedge clk) begin
-                    logic signed [SUM_W-1:0] s;
+                    logic signed [PART_W-1:0] s;
                     s = '0;
                     for (int i = 4 * g; i < 4 * g + 4 && i < N_CI; i++)
-                        s = s + (SUM_W'(prod[j][i]) ^ {SUM_W{neg[j][i]}});
+                        s = s + (PART_W'(prod[j][i]) ^ {PART_W{neg[j][i]}});
                     part[j][g] <= s;
                 end
             end
@@ -166,7 +174,7 @@ module zq_mac_array #(
             always_ff @(posedge clk) begin
                 logic signed [SUM_W-1:0] s;
                 s = SUM_W'(cnt[j]);
-                for (int i = 0; i < GROUPS; i++) s = s + part[j][i];
+                for (int i = 0; i < GROUPS; i++) s = s + SUM_W'(part[j][i]);
                 sum[j] <= s;
             end
             // t+8: accumulate

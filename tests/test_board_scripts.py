@@ -269,7 +269,8 @@ def test_tcl_fallback_ps_settings_are_pynq_z2_base(tmp_path):
 def test_tcl_engine_ddr_ports(tmp_path, engine, space):
     """The engine's AXI4 masters reach the DDR through PS7 high-performance ports in 64-bit mode
     (m_axi_wts -> HP0, m_axi_act -> HP2 on another DDR controller port, and the RTL twin's second
-    activation path m_axi_act2 -> HP3), each through a SmartConnect (AXI4 -> AXI3), with the DDR at
+    activation path m_axi_act2 -> HP3), each through an AXI protocol converter (AXI4 -> AXI3, no
+    burst splitting: TRANSLATION_MODE 0, the engines' bursts being at most 16 beats), with the DDR at
     0, 512 MiB (the engine's window) in every address space (each engine's by its own names), and
     the clock and reset of every other port; the DMA keeps to HP1; the HLS engine, which has no
     m_axi_act2, leaves HP3 off."""
@@ -278,15 +279,16 @@ def test_tcl_engine_ddr_ports(tmp_path, engine, space):
     assert E.DDR_WINDOW_BYTES == 512 << 20
     ports = (("wts", "HP0"), ("act", "HP2")) + ((("act2", "HP3"),) if engine == "rtl" else ())
     for port, hp in ports:
-        for line in [f"connect_bd_intf_net zq_top_0/m_axi_{port} {port}_sc/S00_AXI",
-                     f"connect_bd_intf_net {port}_sc/M00_AXI ps7/S_AXI_{hp}",
-                     f"create_bd_cell -type ip -vlnv xilinx.com:ip:smartconnect:1.0 {port}_sc",
+        for line in [f"connect_bd_intf_net zq_top_0/m_axi_{port} {port}_pc/S_AXI",
+                     f"connect_bd_intf_net {port}_pc/M_AXI ps7/S_AXI_{hp}",
+                     f"create_bd_cell -type ip -vlnv xilinx.com:ip:axi_protocol_converter:2.1 {port}_pc",
                      f"PROP CONFIG.PCW_USE_S_AXI_{hp}=1", f"PROP CONFIG.PCW_S_AXI_{hp}_DATA_WIDTH=64",
                      f"assign_bd_address -offset 0x00000000 -range 512M -target_address_space "
                      f"zq_top_0/{space}{port} ps7/S_AXI_{hp}/{hp}_DDR_LOWOCM -force",
-                     f"connect_bd_net ps7/FCLK_CLK0 ps7/S_AXI_{hp}_ACLK", f"connect_bd_net ps7/FCLK_CLK0 {port}_sc/aclk",
-                     f"connect_bd_net rst_fclk0/peripheral_aresetn {port}_sc/aresetn"]:
+                     f"connect_bd_net ps7/FCLK_CLK0 ps7/S_AXI_{hp}_ACLK", f"connect_bd_net ps7/FCLK_CLK0 {port}_pc/aclk",
+                     f"connect_bd_net rst_fclk0/peripheral_aresetn {port}_pc/aresetn"]:
             assert line in log, line
+    assert log.count("PROP CONFIG.TRANSLATION_MODE=0") == len(ports) and E.AXI_BURST_BEATS <= 16
     assert "connect_bd_intf_net mem_sc/M00_AXI ps7/S_AXI_HP1" in log and "PROP CONFIG.PCW_USE_S_AXI_HP1=1" in log
     assert "mem_sc/M00_AXI ps7/S_AXI_HP0" not in log and ("S_AXI_HP3" in log) == (engine == "rtl")
     # the engine's ports are mapped before the blanket assign_bd_address
@@ -488,7 +490,7 @@ def test_block_design_either_engine(tmp_path, packaged):
                                   "s_axis_in": "", "m_axis_out": ""}
     assert _ip_interfaces(model) == {"s_axi_control": "", "m_axi_wts": "m_axi_wts", "m_axi_act": "m_axi_act",
                                      "m_axi_act2": "m_axi_act2", "s_axis_in": "", "m_axis_out": ""}
-    # the same design but for the RTL twin's second activation path (m_axi_act2 -> act2_sc -> HP3)
+    # the same design but for the RTL twin's second activation path (m_axi_act2 -> act2_pc -> HP3)
     rtl, prev_dropped = [], False
     for l in logs["rtl"]:
         if "act2" in l or "HP3" in l or (prev_dropped and l.startswith("PROP ")):   # (with its PROP lines)
@@ -497,7 +499,7 @@ def test_block_design_either_engine(tmp_path, packaged):
         prev_dropped = False
         rtl.append(l)
     assert rtl == logs["hls"]
-    assert any("zq_top_0/m_axi_act2 act2_sc/S00_AXI" in l for l in logs["rtl"])
+    assert any("zq_top_0/m_axi_act2 act2_pc/S_AXI" in l for l in logs["rtl"])
 
 
 @needs_tclsh

@@ -101,8 +101,9 @@ def test_lut_lanes_second_path_and_block_design():
     fifo = sum(r["lutram_luts"] for r in ec["rams"]) - sum(r["lutram_luts"] for r in ea["rams"])
     assert fifo > 0 and ec["lut"] == pytest.approx(ea["lut"] + resources.PATH2["lut"] + fifo, abs=1)
     bd_a, bd_c = resources.block_design(a), resources.block_design(c)
-    assert bd_c["lut"] == bd_a["lut"] + resources.SMARTCONNECT_1X1["lut"]          # act2_sc
-    assert all(i["source"] for i in bd_c["items"]) and "PR #1054" in bd_c["items"][0]["source"]
+    assert bd_c["lut"] == bd_a["lut"] + resources.PROTOCOL_CONVERTER["lut"]          # act2_pc
+    assert all(i["source"] for i in bd_c["items"]) and "TRANSLATION_MODE 0" in bd_c["items"][0]["source"]
+    assert any("PR #1054" in i["source"] for i in bd_c["items"])
     zn = plan_layout(cfg, default_engine(cfg))
     ez, bz = estimate(zn), resources.block_design(zn)
     assert (ez["dsp"], ez["lut_lanes"]) == (220, 72) and ez["bram36"] <= 120
