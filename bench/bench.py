@@ -36,8 +36,13 @@ Writes into ``build/bench/``:
                    2 000 test images through the RTL (bit-exact, fps at 100 MHz),
                    beside zynqnet-mini and the study's time and proxy rank
                    correlation.
-``resources.json`` with ``--only ...,synth``: Yosys estimate of the engine that
-                   runs zynqnet (make synth-estimate NET=zynqnet).
+``resources.json``, ``timing.json``  Yosys estimate of the engine that runs zynqnet
+                   (make synth-estimate NET=zynqnet): resources, and the worst
+                   register-to-register paths with a routing estimate (bench/sta.py;
+                   the bench fails when one is over 8.5 ns).
+``hls_exact.json`` one full ZynqNet frame through the HLS engine's C simulation in the exact HLS
+                   types, and the pipeline-hazard C simulation for every delay up to twice the
+                   core's stated depth on the HLS test networks (0 mismatches, or the bench fails).
 ``hls.json``       the HLS engine (hls/) beside the RTL twin for zynqnet, zynqnet-rgb and
                    zynqnet-mini: its frame rate at 100 MHz as its cycle model predicts it
                    (spec.cycles_hls, modelled, under the pynq-z2 and ideal memory presets),
@@ -210,9 +215,9 @@ def bench_memory(out: Path, workers: int | None = None) -> dict:
 
     ex = zynqnet_export()
     plan = load_plan(ex)
-    lib = rf.FastBuild(ex).build()
-    spec = rf.SimSpec.for_export(lib, ex)
     pts = memory_points()
+    lib = rf.FastBuild(ex, opt=rf.run_opt(ex, 2 * len(pts))).build()
+    spec = rf.SimSpec.for_export(lib, ex)
     x = np.random.default_rng(7).integers(0, 256, (2, 256, 256, 3), dtype=np.uint8)
     gold = rf.golden(ex, x)
     t0 = time.time()
@@ -401,6 +406,45 @@ def bench_hls(out: Path, measured: dict | None = None, rtl_frames: int = 4) -> d
     return d
 
 
+def bench_hls_exact(out: Path) -> dict:
+    """The HLS engine's C simulation beyond the native fast path: one full 256x256 ZynqNet frame through
+    the exact HLS types (what Vitis synthesizes: ap_int datapath, ap_uint counters, the guards' shift
+    registers), against the golden model; and the pipeline-hazard C simulation (every store and
+    release, or every read, of the core's loop D iterations late) for every D from 0 to twice the
+    stated pipeline depth on the HLS test networks (export.fixtures.HLS_TEST_NETS, ZynqNet 64x64
+    with DDR tensors among them). Writes hls_exact.json; every figure must be 0 mismatching frames."""
+    from zynqflow.export import fixtures
+    from zynqflow.sim.csim import runner as csim
+    from zynqflow.spec import engine as E
+    from zynqflow.spec.golden import golden_logits
+    from zynqflow.spec.qnet import QNet
+
+    ex = zynqnet_export()
+    q = QNet.load_npz(ex / "integers.npz")
+    frames = np.fromfile(ex / "vectors_in.bin", np.uint8).reshape((-1,) + q.input_shape)[:1]
+    sim = csim.CSim(ex, native=False)
+    t0 = time.perf_counter()
+    got = sim.run(frames)
+    secs = time.perf_counter() - t0
+    want = golden_logits(q, frames)
+    exact = dict(export=str(ex), frames=len(frames), mismatches_vs_golden=int(np.count_nonzero(~np.all(got == want,
+                 axis=1))), seconds_per_frame=round(secs, 1), library=sim.lib_path.name,
+                 label="C simulation in the exact HLS types (ap_int/ap_uint), lockstep; wall time under load")
+    delays = list(range(0, 2 * E.HLS_CORE_DEPTH + 1))
+    hazard = {}
+    for name, make in fixtures.HLS_TEST_NETS.items():
+        d = make()
+        qn = QNet.load_npz(d / "integers.npz")
+        f = np.random.default_rng(5).integers(0, 256, (2,) + qn.input_shape, dtype=np.uint8)
+        res = csim.CSim(d).hazard_sweep(f, golden_logits(qn, f), delays)
+        hazard[name] = dict(frames=len(f), mismatching=sum(n != 0 for r in res.values() for n in r.values()),
+                            runs=res)
+    r = dict(zynqnet_exact=exact, hazard_delays=delays, hazard_core_depth=E.HLS_CORE_DEPTH, hazard_guard=E.HLS_GUARD,
+             hazard=hazard, machine=machine())
+    (out / "hls_exact.json").write_text(json.dumps(r, indent=2) + "\n")
+    return r
+
+
 DSE_REFERENCE = Path("model/reference/dse/fashion-mnist")
 
 
@@ -442,8 +486,8 @@ def main(argv=None) -> int:
     p.add_argument("--steps", type=int, default=40, help="timed training steps per window")
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--out", default="build/bench")
-    p.add_argument("--only", default="training,csim,bitexact,rtl,memory,zynqnet,dse,hls",
-                   help="comma list of parts to run (also: synth, the Yosys estimate of the zynqnet engine)")
+    p.add_argument("--only", default="training,csim,bitexact,rtl,memory,zynqnet,dse,hls,hls_exact,synth",
+                   help="comma list of parts to run (synth: the Yosys estimate of the zynqnet engine)")
     p.add_argument("--rtl-frames", type=int, default=10000, help="test images through the RTL simulation")
     a = p.parse_args(argv)
     out = Path(a.out)
@@ -566,16 +610,35 @@ def main(argv=None) -> int:
         from zynqflow.bench.synth_estimate import estimate
         print("bench: Yosys estimate of the zynqnet engine (several minutes) ...", flush=True)
         res = estimate(zynqnet_export(), out=out / "resources.json")
+        t = res["timing"]
         rows += [("zynqnet engine: DSP / BRAM36 / LUT / FF (Yosys)",
                   f"{res['dsp']} / {res['bram36']:.0f} / {res['lut']} / {res['ff']}"),
-                 ("zynqnet engine: longest logic path (Yosys sta, logic only)",
-                  f"{res['timing']['sta'].get('logic_delay_ns', float('nan')):.2f} ns")]
+                 ("zynqnet engine: worst path, estimate with routing (not Vivado)",
+                  f"{t['worst_ns']:.2f} ns ({t['worst_logic_ns']:.2f} logic), limit {t['limit_ns']} ns")]
+        if not (res["mac_array_intact"] and t["within_limit"]):
+            print(f"bench: the zynqnet engine's synthesis estimate fails: {t['worst_ns']:.2f} ns estimated "
+                  f"({t['worst_start']} -> {t['worst_end']}), DSP48E1 {res['dsp']} of {res['dsp_expected']}",
+                  file=sys.stderr)
+            failed = True
     if "hls" in parts:
         print("bench: the HLS engine's modelled frame rate beside the RTL twin's measured one ...", flush=True)
         hb = bench_hls(out, rtl_measured)
         for net, h in hb["networks"].items():
             rows.append((f"{net}: fps at 100 MHz, HLS modelled (pynq-z2) / RTL measured",
                          f"{h['hls_fps_at_100mhz_modelled']:.1f} / {h['rtl_fps_at_100mhz_measured']:.1f}"))
+    if "hls_exact" in parts:
+        print("bench: a full ZynqNet frame in the exact HLS types; the pipeline-hazard C simulation ...", flush=True)
+        hx = bench_hls_exact(out)
+        ze = hx["zynqnet_exact"]
+        bad = {n: h["mismatching"] for n, h in hx["hazard"].items() if h["mismatching"]}
+        rows += [("zynqnet, exact HLS types: mismatching frames (s a frame)",
+                  f"{ze['mismatches_vs_golden']} of {ze['frames']} ({ze['seconds_per_frame']:.0f})"),
+                 (f"pipeline hazards, D = 0..{hx['hazard_delays'][-1]}, both modes: runs with wrong logits",
+                  ", ".join(f"{n} {c}" for n, c in bad.items()) or f"none ({len(hx['hazard'])} networks)")]
+        if ze["mismatches_vs_golden"] or bad:
+            print("bench: the HLS engine's exact types or hazard runs mismatched (build/bench/hls_exact.json)",
+                  file=sys.stderr)
+            failed = True
     width = max((len(k) for k, _ in rows), default=0)
     print(f"\nbench results ({machine()['cpu']}, {os.cpu_count()} cores) -> {out}/")
     for k, v in rows:

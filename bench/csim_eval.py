@@ -140,7 +140,10 @@ def main(argv=None) -> int:
     )
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(res, indent=2) + "\n")
-    print(f"C sim {man['network']} ({man['network_id']}): {n} frames, top-1 {res['top1']:.4f} "
+    rnd = str(man.get("weights_source", "")).startswith("random:")
+    rnd = ", seeded random weights: top-1 means nothing" if rnd else ""
+    print(f"C sim {man['network']} ({man['network_id']}{rnd}): "
+          f"{n} frames, top-1 {res['top1']:.4f} "
           f"(golden {res['golden_top1']:.4f}), {res['mismatches_vs_golden']} mismatching frames, "
           f"{res['fps']} frames/s in C simulation on this host -> {out}")
     if hls_model:

@@ -20,6 +20,8 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import json
 import os
 import sys
@@ -143,7 +145,11 @@ def full_zynqnet() -> bool:
     ex = Path("build/zynqnet/export")
     if not (ex / "manifest.json").is_file() or not json.loads((ex / "manifest.json").read_text()).get(
             "weights_source", "").startswith("random:"):
-        if export_main(["--net", "zynqnet", "--random-weights", "0", "--vectors", "1", "--out", str(ex)]):
+        buf = io.StringIO()   # the exporter's per-layer table is long: its first lines only (make export prints it)
+        with contextlib.redirect_stdout(buf):
+            rc = export_main(["--net", "zynqnet", "--random-weights", "0", "--vectors", "1", "--out", str(ex)])
+        print("\n".join(buf.getvalue().splitlines()[:2]))
+        if rc:
             return False
     man = json.loads((ex / "manifest.json").read_text())
     frame = np.random.default_rng(0).integers(0, 256, (1, 256, 256, 3), dtype=np.uint8)

@@ -25,7 +25,16 @@ simulator per core and checks every frame against the golden model
 ``top1``, ``golden_top1``              accuracy of the RTL's and of the golden model's logits
 ``sim_cycles_per_second``              ``per_core`` (simulated cycles / seconds in each C++ loop)
                                        and ``total`` (all simulated cycles / wall time of the parallel run)
-``wall_seconds``                       the whole command (build check, data, simulation, golden model)
+``sim_cycles_per_cpu_second``          ``per_core`` (simulated cycles / CPU seconds, user + sys, of each C++
+                                       loop: independent of other load on the machine) and their ``median``
+``sim_wall_seconds_projection``        a projection, not a measurement: the wall seconds of ``frames`` (the
+                                       whole test set, at least 10 000) on ``cores`` free cores at the median
+                                       CPU rate above
+``sim_build``                          the simulator's build: ``opt`` (``--opt``: quick, o2, native, pgo; see
+                                       zynqflow.sim.harness.rtl_fast.OPT_LEVELS; by default pgo for the whole
+                                       test set), ``mem_fast_path``, cache key
+``wall_seconds``                       the whole command (build check, data, golden model, simulation)
+``golden_seconds``, ``golden_cached``  the golden model's time, and whether its logits came from the cache
 ``cycles_per_frame``                   median, min, max of cycles_last (first input beat accepted .. last
                                        output beat accepted), checked equal to the harness's own count
 ``frame_period_cycles``                median cycles between consecutive frames back to back
@@ -42,6 +51,11 @@ simulator per core and checks every frame against the golden model
                                        its logits for the same frames (``rtl_bench_logits.npz``)
 ``machine``                            zynqflow.bench.bench.machine() before the run, and the load after
 
+The golden logits are computed before any simulator starts (so no thread of this process is inside a
+BLAS call while the simulator processes start) and cached in ``build/cache/golden/<key>.npy``, the key
+over the export's integers, the frames and the golden model's sources: a second run of the same
+export and frames reads them. Every wait on the simulators is bounded (``spec.procs``).
+
 Exit status 0 when every frame matches; 1 on a mismatch (the first differing frame and logit are
 printed), a hang or an AXI protocol error; 2 when it cannot run.
 """
@@ -53,7 +67,6 @@ import hashlib
 import json
 import os
 import sys
-import threading
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -61,17 +74,19 @@ from pathlib import Path
 import numpy as np
 
 from zynqflow.bench.rtl_perf import network_macs
-from zynqflow.sim.harness.rtl_fast import (CLOCK_HZ, MAXI_PORTS, FastBuild, LogitMismatch, RtlFastError, SimSpec,
-                                   compare_logits, cycle_budget, golden, memory_model, memory_name, run_seeds,
-                                   run_sharded)
+from zynqflow.sim.harness.rtl_fast import (CLOCK_HZ, MAXI_PORTS, OPT_LEVELS, FastBuild, LogitMismatch, RtlFastError,
+                                   SimSpec,
+                                   compare_logits, cycle_budget, golden, memory_model, memory_name, run_opt,
+                                   run_seeds, run_sharded)
 from zynqflow.spec.cycles import RTL_TIMING
-from zynqflow.spec.paths import REPO
+from zynqflow.spec.paths import REPO, repo_relative
 
 LABEL = "fps at 100 MHz, RTL simulation"
 
 
 def dataset_frames(export_dir: Path, frames: int, data: str | None, data_dir: str | None, seed: int = 1):
-    """The first ``frames`` (0: all) test images of the export's dataset, HWC uint8, their labels and
+    """``frames`` (0: all) test images of the export's dataset, every class in proportion (a seeded stratified
+    subset, model.data.Split.subset), HWC uint8, their labels and
     the dataset's name. An export of seeded random weights (``weights_source`` random:<seed>) gets
     seeded random frames and no labels: its figures are speed and bit-exactness, not accuracy."""
     man = json.loads((export_dir / "manifest.json").read_text())
@@ -87,8 +102,52 @@ def dataset_frames(export_dir: Path, frames: int, data: str | None, data_dir: st
 
     ds = load_for_manifest(man, data, data_dir)
     test = ds.test
-    n = len(test) if frames <= 0 else min(frames, len(test))
-    return test.subset(n).hwc(), test.labels[:n], ds.name
+    sub = test.subset(frames if frames > 0 else None)       # every class in proportion (seed 0), not a prefix
+    return sub.hwc(), sub.labels, ds.name
+
+
+GOLDEN_CACHE = REPO / "build" / "cache" / "golden"
+GOLDEN_CACHE_KEEP = 64   # cached logit files kept (least recently used removed)
+
+
+def golden_key(export_dir: Path, frames: np.ndarray) -> str:
+    """What the golden logits of ``frames`` depend on: the export's integers, the frames, and the
+    golden model's code (every source of zynqflow.spec)."""
+    h = hashlib.sha256()
+    h.update((Path(export_dir) / "integers.npz").read_bytes())
+    h.update(repr((frames.shape, str(frames.dtype))).encode())
+    h.update(np.ascontiguousarray(frames).tobytes())
+    for src in sorted((REPO / "spec").glob("*.py")):
+        h.update(src.read_bytes())
+    return h.hexdigest()[:32]
+
+
+def golden_cached(export_dir: Path, frames: np.ndarray, cache: Path | None = None) -> tuple[np.ndarray, Path, bool]:
+    """The golden logits of ``frames`` (computed once per export content and frames, then read from
+    ``cache``/<key>.npy); with the file and whether it was cached."""
+    cache = Path(cache) if cache else GOLDEN_CACHE
+    f = cache / f"{golden_key(export_dir, frames)}.npy"
+    if f.is_file():
+        try:
+            logits = np.load(f)
+            if logits.shape[0] == len(frames):
+                os.utime(f)   # recently used
+                return logits, f, True
+        except (OSError, ValueError):
+            pass   # a torn or foreign file: computed again below
+    logits = golden(export_dir, frames)
+    try:
+        cache.mkdir(parents=True, exist_ok=True)
+        tmp = f.with_name(f".{f.name}.{os.getpid()}.tmp")
+        with open(tmp, "wb") as fh:
+            np.save(fh, logits)
+        os.replace(tmp, f)
+        old = sorted(cache.glob("*.npy"), key=lambda p: p.stat().st_mtime)[:-GOLDEN_CACHE_KEEP]
+        for p in old:
+            p.unlink(missing_ok=True)
+    except OSError:
+        pass   # a read-only checkout: not cached
+    return logits, f, False
 
 
 def memory_figures(res, man: dict, export_dir: Path, memory=None) -> dict:
@@ -178,12 +237,15 @@ def _progress(t0: float, what: str = "frames"):
 
 def measure(export_dir: Path, frames: int = 0, data: str | None = None, data_dir: str | None = None,
             backpressure: float = 0.0, workers: int | None = None, seed: int = 1, out: Path | None = None,
-            expected: Path | None = None, memory="pynq-z2", seeds: int | None = None) -> dict:
+            expected: Path | None = None, memory="pynq-z2", seeds: int | None = None, opt: str | None = None,
+            mem_fast_path: bool = True) -> dict:
     """The frames through the RTL behind ``memory`` (a preset name or a MemoryModel). Without ``seeds``
     and with a memory without random gaps or stalls, the frames are sharded over the simulators;
     otherwise every seed 1..``seeds`` (default 1) of the memory runs all the frames on its own
     simulator, and a hang (a time-out, naming the layer and the cycle) counts instead of ending
-    the run."""
+    the run. ``opt`` is the simulator's build (:data:`~zynqflow.sim.harness.rtl_fast.OPT_LEVELS`; default
+    :func:`~zynqflow.sim.harness.rtl_fast.run_opt`: profile-guided for long runs such as the whole test
+    set), and ``mem_fast_path`` the memories' quiet fast path (off: every cycle through the full model)."""
     from zynqflow.bench.bench import machine
 
     t_start = time.perf_counter()
@@ -194,29 +256,24 @@ def measure(export_dir: Path, frames: int = 0, data: str | None = None, data_dir
     mem = memory_model(memory)
     x, labels, dname = dataset_frames(export_dir, frames, data, data_dir, seed)
     t0 = time.perf_counter()
-    build = FastBuild(export_dir)
+    build = FastBuild(export_dir, opt=run_opt(export_dir, len(x) * (seeds or 1), opt))
     lib = build.build()
     build_s = time.perf_counter() - t0
-    spec = SimSpec.for_export(lib, export_dir, memory=mem)
+    spec = SimSpec.for_export(lib, export_dir, memory=mem, mem_fast_path=mem_fast_path)
     workers = workers or os.cpu_count() or 1
     by_seed = seeds is not None or is_random(mem)
     seed_list = list(range(1, (seeds or 1) + 1)) if by_seed else []
     print(f"rtl_bench: {len(x)} frames ({dname}) through the RTL of {net} on {workers} simulator(s), memory "
           f"{memory_name(memory)}{f', {len(seed_list)} seed(s)' if by_seed else ''}"
           f"{f', backpressure {backpressure}' if backpressure else ''} ...", file=sys.stderr, flush=True)
-    # the golden model runs in this process while the simulators run in theirs (numpy releases the GIL)
-    gold_box: dict = {}
-
-    def _golden() -> None:
-        t1 = time.perf_counter()
-        try:
-            gold_box["logits"] = golden(export_dir, x)
-        except BaseException as err:  # noqa: BLE001 - raised again below, in the caller's thread
-            gold_box["error"] = err
-        gold_box["seconds"] = time.perf_counter() - t1
-
-    th = threading.Thread(target=_golden, name="golden", daemon=True)
-    th.start()
+    # the golden model first, in this thread, and cached on disk: no thread of this process is
+    # inside a BLAS call while the simulators start (their pool never forks it either)
+    t1 = time.perf_counter()
+    gold, gold_cache, gold_cached = golden_cached(export_dir, x)
+    golden_s = time.perf_counter() - t1
+    print(f"rtl_bench: golden model of {len(x)} frames "
+          f"{'from the cache' if gold_cached else f'computed in {golden_s:.1f} s, cached'} "
+          f"({repo_relative(gold_cache)})", file=sys.stderr, flush=True)
     budget = cycle_budget(export_dir, backpressure, mem)
     runs = None
     if by_seed:
@@ -226,11 +283,7 @@ def measure(export_dir: Path, frames: int = 0, data: str | None = None, data_dir
     else:
         res = run_sharded(spec, x, workers=workers, backpressure=backpressure, seed=seed, frame_budget=budget,
                           progress=_progress(time.time()))
-    th.join()
-    if "error" in gold_box:
-        raise gold_box["error"]
     res.check()
-    gold, golden_s = gold_box["logits"], gold_box["seconds"]
     first = None
     if by_seed:
         bad = np.zeros(0, bool)
@@ -265,12 +318,18 @@ def measure(export_dir: Path, frames: int = 0, data: str | None = None, data_dir
     if by_seed:
         per_core = sorted((r.batch.cycles / r.batch.wall_s for r in runs if r.batch is not None and r.batch.wall_s),
                           reverse=True)
+        per_cpu = sorted((r.batch.cycles / r.batch.cpu_s for r in runs if r.batch is not None and r.batch.cpu_s),
+                         reverse=True)
         sim_cycles = res.sim_cycles
         wall_sim = sum(r.wall_s for r in runs) / max(1, min(workers, len(runs)))
         n_workers = min(workers, len(runs))
     else:
         per_core = sorted(res.sim_cycles_per_second_per_core.values(), reverse=True)
+        per_cpu = sorted(res.sim_cycles_per_cpu_second_per_core.values(), reverse=True)
         sim_cycles, wall_sim, n_workers = res.sim_cycles, res.wall_s, len(res.workers)
+    cpu_rate = float(np.median(per_cpu)) if per_cpu else None
+    full = max(10_000, len(x))
+    cores = min(workers, full)
     r = dict(
         network=net, export=str(export_dir), rtl="rtl", simulator="free-running Verilator harness (zynqflow.sim.harness.rtl_fast)",
         memory_preset=memory_name(memory), data=dname, frames=len(x), mismatches_vs_golden=int(bad.sum()),
@@ -281,9 +340,18 @@ def measure(export_dir: Path, frames: int = 0, data: str | None = None, data_dir
         sim_cycles_per_second=dict(per_core=per_core, total=sim_cycles / wall_sim if wall_sim else 0.0,
                                    note="per core: simulated cycles / seconds inside that simulator's C++ loop; "
                                         "total: all simulated cycles / wall time of the parallel run"),
+        sim_cycles_per_cpu_second=dict(per_core=per_cpu, median=cpu_rate,
+                                       note="simulated cycles / CPU seconds (user + sys) of each simulator's C++ "
+                                            "loop"),
+        sim_wall_seconds_projection=dict(
+            frames=full, cores=cores,
+            seconds=round(full * sim_cycles / max(1, n_good) / (cores * cpu_rate), 1) if cpu_rate and n_good else None,
+            label="projection, not measured: frames x simulated cycles per frame (this run) / (cores x median "
+                  "simulated cycles per CPU second); free cores assumed, start-up and golden model not included"),
+        sim_build=dict(opt=build.opt, what=build.level.what, mem_fast_path=mem_fast_path, key=build.key),
         sim_cycles=sim_cycles, workers=n_workers,
         wall_seconds=None, wall_seconds_simulation=wall_sim, build_seconds=round(build_s, 2),
-        golden_seconds=round(golden_s, 2),
+        golden_seconds=round(golden_s, 2), golden_cached=gold_cached,
         cycles_per_frame=dict(median=float(np.median(cyc)), min=int(cyc.min()), max=int(cyc.max())) if n_good
         else None,
         frame_period_cycles=period, fps_at_100mhz=CLOCK_HZ / period if period else None, fps_at_100mhz_label=LABEL,
@@ -376,11 +444,16 @@ def main(argv=None) -> int:
                     help="run the frames under memory seeds 1..N, one simulator per seed (random presets)")
     ap.add_argument("--expected", default=None, help=".npy of logits to compare with as well (N x classes)")
     ap.add_argument("--out", default=None, help="default build/<net>/rtl_bench[_backpressure].json")
+    ap.add_argument("--opt", default=None, choices=sorted(OPT_LEVELS),
+                    help="the simulator's C++ build (default: $ZQ_SIM_OPT, else pgo, profile-guided and cached, "
+                         "for 100 M simulated cycles or more, e.g. the whole test set, else native)")
+    ap.add_argument("--no-mem-fast-path", dest="mem_fast_path", action="store_false",
+                    help="every cycle through the full memory model (the fast path gives the same bits)")
     a = ap.parse_args(argv)
     try:
         r = measure(Path(a.export), a.frames, a.data, a.data_dir, a.backpressure, a.workers, a.seed,
                     Path(a.out) if a.out else None, Path(a.expected) if a.expected else None, memory=a.memory,
-                    seeds=a.seeds)
+                    seeds=a.seeds, opt=a.opt, mem_fast_path=a.mem_fast_path)
     except (RtlFastError, OSError, ValueError) as e:
         print(f"rtl_bench: {e}", file=sys.stderr)
         return 2
@@ -396,7 +469,8 @@ def main(argv=None) -> int:
     print(f"{r['network']} (memory {r['memory_preset']}): {r['frames']} frames, {seeds}"
           f"{r['mismatches_vs_golden']} mismatches vs golden, {acc}; {speed}; "
           f"{r['sim_cycles_per_second']['total'] / 1e6:.2f} M cycles/s on {r['workers']} cores "
-          f"({', '.join(f'{v / 1e6:.2f}' for v in r['sim_cycles_per_second']['per_core'])} per core); "
+          f"({', '.join(f'{v / 1e6:.2f}' for v in r['sim_cycles_per_second']['per_core'])} per core; "
+          f"{(r['sim_cycles_per_cpu_second']['median'] or 0) / 1e6:.2f} M per CPU second, {r['sim_build']['opt']}); "
           f"wall {r['wall_seconds']:.1f} s -> {r['_out']}")
     for h in r.get("hang_details", []):
         print(f"rtl_bench: HANG (memory seed {h['seed']}): {h['message']}", file=sys.stderr)

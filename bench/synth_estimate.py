@@ -2,8 +2,8 @@
 
     python -m zynqflow.bench.synth_estimate build/zynqnet-mini/export [--out build/zynqnet-mini/resources.json]
 
-Synthesizes ``rtl/`` with the export's ``rtl_params.svh`` and writes
-``resources.json``:
+Synthesizes ``rtl/`` with the export's ``rtl_params.svh``, writes the netlist
+(``write_json``) and from it ``resources.json`` and, beside it, ``timing.json``:
 
 * ``lut`` (logic LUTs + LUT RAM), ``ff``, ``bram36`` (RAMB36 + RAMB18/2), ``dsp``
   (DSP48E1), ``fits_xc7z020``; ``lanes``, ``lut_lanes``, ``act_paths`` of the engine;
@@ -17,16 +17,17 @@ Synthesizes ``rtl/`` with the export's ``rtl_params.svh`` and writes
 * ``dsp_unregistered``: DSP48E1 cells without both their M and P pipeline
   registers (MREG=1 and PREG=1), read from the netlist; the engine's are all
   registered, so this must be 0;
-* ``timing``: the longest register-to-register path by Yosys ``sta`` over the
-  7-series cell delays of the ``specify`` blocks in Yosys's ``cells_sim.v``
-  (Project X-Ray's Artix-7 data; the library is read again with ``-specify``
-  after synthesis so that CARRY4 chains have their arcs; MUXF7/MUXF8 have none
-  and count as zero): a **logic-only estimate**, with no routing delay, given
-  with its start and end points; and the deepest path in cells from ``ltp``
-  (combinational cells between flip-flops), as a second, delay-free view.
+* ``timing.json`` (:mod:`zynqflow.bench.sta`): the worst 20 register-to-register
+  paths of the netlist with the 7-series -1 data-sheet cell delays and a
+  fanout-based routing estimate, each with its start and end, logic levels,
+  carry chains, the fanout of each net, the logic delay, the estimate and the
+  slack at 100 and 150 MHz; ``resources.json``'s ``timing`` summarizes it
+  (``worst_ns``, ``within_clock``: the estimate fits the 10 ns period,
+  ``within_limit``: it is at most :data:`~zynqflow.bench.sta.LIMIT_NS`). The
+  command fails when a path is over the limit.
 
-It is a Yosys estimate, not a Vivado result: no placement, no routing, Yosys's
-own memory and DSP mapping.
+It is a Yosys estimate, not a Vivado result: no placement, no routing (the net
+delays are estimated from the fanout), Yosys's own memory and DSP mapping.
 """
 
 from __future__ import annotations
@@ -40,12 +41,14 @@ import sys
 import time
 from pathlib import Path
 
-from zynqflow.sim.rtl.runner import RTL_DIR, RTL_SOURCES, net_name
+from zynqflow.sim.rtl.runner import RTL_DIR, RTL_HEADERS, RTL_SOURCES, net_name
 from zynqflow.spec.paths import REPO
 
 XC7Z020 = dict(lut=53200, ff=106400, bram36=140, dsp=220)
 LUT_FILL_MAX = 0.80     # engine + block design: at most 80 % of the LUTs (room for Vivado's placement)
 CLOCK_NS = 10.0
+NETLIST = "netlist.json"   # Yosys write_json after synth_xilinx, in the work folder
+SCRIPT_REV = 2             # the Yosys script of run_yosys (2: write_json, no sta/ltp); part of synth_key
 
 
 def parse_stat(text: str) -> dict[str, int]:
@@ -77,34 +80,13 @@ def summarize(cells: dict[str, int]) -> dict:
     return res
 
 
-def parse_sta(text: str) -> dict:
-    """The critical path Yosys ``sta`` prints: arrival (ps), the cells on it, start and end."""
-    m = re.search(r"Latest arrival time in '[^']*' is (\d+):", text)
-    if not m:
-        return dict(available=False)
-    path = re.findall(r"^\s+(\d+)\s+(\S+)\s+\((\S+)\)", text[m.end():], re.M)
-    cells = [dict(arrival_ps=int(a), net=n, cell=c) for a, n, c in path]
-    # sta prints the path from its end point back to the clock
-    return dict(available=True, logic_delay_ns=int(m.group(1)) / 1000.0, path=cells[::-1][:80],
-                start=next((c["net"] for c in reversed(cells) if "->" in c["cell"] and not c["cell"].startswith(("IBUF", "BUFG"))), None),
-                end=f"{cells[0]['net']} ({cells[0]['cell']})" if cells else None)
-
-
-def parse_ltp(text: str) -> dict:
-    m = re.search(r"Longest topological path in \S+ \(length=(\d+)\):", text)
-    if not m:
-        return dict(available=False)
-    nodes = re.findall(r"^\s+\d+: (.+)$", text[m.end():], re.M)
-    return dict(available=True, depth_cells=int(m.group(1)), nodes=nodes[:60])
-
-
 def synth_key(export_dir: Path) -> str:
-    """What a synthesis result depends on: the RTL sources, the export's RTL parameters and the
-    Yosys version (a result with the same key can be reused)."""
+    """What a synthesis result depends on: the RTL sources and headers, the export's RTL parameters,
+    the Yosys script's revision and the Yosys version (a result with the same key can be reused)."""
     import hashlib
 
-    h = hashlib.sha1()
-    for s in RTL_SOURCES:
+    h = hashlib.sha1(f"script {SCRIPT_REV}".encode())
+    for s in RTL_SOURCES + RTL_HEADERS:
         h.update(s.encode() + b"\0" + (RTL_DIR / s).read_bytes())
     h.update((export_dir / "rtl_params.svh").read_bytes())
     ver = subprocess.run(["yosys", "-V"], capture_output=True, text=True).stdout if shutil.which("yosys") else ""
@@ -125,13 +107,8 @@ def run_yosys(export_dir: Path, work: Path, timeout: int = 7200) -> tuple[dict, 
         "hierarchy -check -top zq_top",
         "synth_xilinx -family xc7 -top zq_top -flatten",
         f"tee -o {work / 'stat.txt'} stat",
-        # the DSP48E1 cells and their parameters (MREG, PREG, ...)
-        f"tee -q -o {work / 'dsp_cells.txt'} dump t:DSP48E1",
-        # the cell library again, with its specify blocks: timing arcs for CARRY4 too
-        "read_verilog -lib -specify -overwrite +/xilinx/cells_sim.v",
-        f"tee -o {work / 'sta.txt'} sta",
-        "select -set nf t:* t:FD* %d t:SRL* %d t:RAM* %d t:DSP48E1 %d w:* %u",
-        f"tee -o {work / 'ltp.txt'} ltp @nf",
+        # the netlist: cells with their parameters (DSP48E1 MREG, PREG, ...) and nets, for the timing
+        f"write_json {work / NETLIST}",
     ]) + "\n")
     log = work / "yosys.log"
     t0 = time.time()
@@ -142,47 +119,70 @@ def run_yosys(export_dir: Path, work: Path, timeout: int = 7200) -> tuple[dict, 
     return dict(seconds=round(time.time() - t0, 1), cells=parse_stat((work / "stat.txt").read_text())), log.read_text()
 
 
-def dsp_registers(text: str) -> list[dict[str, int]]:
-    """Per DSP48E1 cell of a ``dump``: its pipeline-register parameters (register stages; absent =
-    the primitive's default, 1)."""
-    cells = []
-    for block in re.split(r"^\s*cell ", text, flags=re.M)[1:]:
-        if not block.startswith("\\DSP48E1") and not block.startswith("DSP48E1"):
-            continue
-        regs = {}
-        for name in ("AREG", "BREG", "MREG", "PREG", "ADREG", "DREG"):
-            m = re.search(rf"parameter \\{name} (\d+)(?:'([01]+))?", block)
-            regs[name] = (int(m.group(2), 2) if m.group(2) else int(m.group(1))) if m else 1
-        cells.append(regs)
-    return cells
+def cached_yosys(export_dir: Path, work: Path, timeout: int = 7200) -> dict:
+    """:func:`run_yosys`, unless ``work`` holds the result of a run with the same :func:`synth_key`
+    (``cached``: True; ``seconds`` are the run's)."""
+    key, stamp = synth_key(export_dir), work / "synth_key.json"
+    done = json.loads(stamp.read_text()) if stamp.is_file() else {}
+    if done.get("key") == key and (work / NETLIST).is_file() and (work / "stat.txt").is_file():
+        return dict(seconds=done["seconds"], cells=parse_stat((work / "stat.txt").read_text()), cached=True)
+    stamp.unlink(missing_ok=True)
+    info, _ = run_yosys(export_dir, work, timeout)
+    stamp.write_text(json.dumps(dict(key=key, seconds=info["seconds"])) + "\n")
+    return dict(info, cached=False)
+
+
+def dsp_registers(netlist: dict) -> list[dict[str, int]]:
+    """Per DSP48E1 cell of a Yosys JSON netlist: its pipeline-register parameters (register stages;
+    absent = the primitive's default, 1)."""
+    from zynqflow.bench.sta import Netlist, _int
+
+    nl = Netlist.load(netlist)
+    return [{name: _int(c["parameters"].get(name, 1)) for name in ("AREG", "BREG", "MREG", "PREG", "ADREG", "DREG")}
+            for c in nl.cells if c["type"] == "DSP48E1"]
+
+
+def timing_summary(t: dict, timing_file: Path | None = None) -> dict:
+    """resources.json's ``timing``: the worst path of a :func:`zynqflow.bench.sta.report`."""
+    w = t["paths"][0] if t["paths"] else {}
+    return dict(label=t["label"], clock_ns=CLOCK_NS, limit_ns=t["limit_ns"], worst_ns=t["worst_ns"],
+                worst_logic_ns=w.get("logic_ns", 0.0), worst_start=w.get("start"), worst_end=w.get("end"),
+                worst_logic_levels=w.get("logic_levels", 0), slack_ns=t["slack_ns"],
+                within_clock=t["worst_ns"] <= CLOCK_NS, within_limit=t["within_limit"],
+                file=str(timing_file) if timing_file else None)
 
 
 def estimate(export_dir: Path, out: Path | None = None, timeout: int = 7200, work: Path | None = None) -> dict:
+    """Synthesize the export's engine; write ``resources.json`` (``out``) and ``timing.json`` beside it."""
+    from zynqflow.bench import sta
+
     export_dir = Path(export_dir).resolve()
     net = net_name(export_dir)
     man = json.loads((export_dir / "manifest.json").read_text())
     # Yosys work files beside the export (one folder per export: two exports of a network do not share it)
     work = Path(work) if work else export_dir.parent / f"{export_dir.name}-synth_yosys"
-    info, _ = run_yosys(export_dir, work, timeout)
+    info = cached_yosys(export_dir, work, timeout)
     res = summarize(info["cells"])
-    dsps = dsp_registers((work / "dsp_cells.txt").read_text())
+    netlist = json.loads((work / NETLIST).read_text())
+    dsps = dsp_registers(netlist)
     dsp_nom = sum(1 for d in dsps if not d["MREG"])
     dsp_nop = sum(1 for d in dsps if not d["PREG"])
-    sta = parse_sta((work / "sta.txt").read_text())
-    ltp = parse_ltp((work / "ltp.txt").read_text())
+    out = Path(out) if out else REPO / "build" / net / "resources.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    timing = sta.report(netlist)
+    timing.update(network=net, engine=man["engine"], netlist=str(work / NETLIST))
+    timing_file = out.parent / "timing.json"
+    timing_file.write_text(json.dumps(timing, indent=1) + "\n")
     res.update(
         label="Yosys estimate (synth_xilinx -family xc7), not a Vivado result", tool="yosys",
-        yosys_seconds=info["seconds"], network=net, engine=man["engine"], export=str(export_dir),
+        yosys_seconds=info["seconds"], yosys_cached=info["cached"], network=net, engine=man["engine"],
+        export=str(export_dir),
         device="xc7z020", device_limits=XC7Z020, cells=info["cells"],
         dsp_expected=man["engine"].get("dsp48e1", man["engine"]["n_pe"] * man["engine"]["n_ci"] // 2),
         lanes=man["engine"]["n_pe"] * man["engine"]["n_ci"], lut_lanes=man["engine"].get("lut_lanes", 0),
         act_paths=man["engine"].get("act_paths", 1),
         dsp_unregistered=sum(1 for d in dsps if not (d["MREG"] and d["PREG"])), dsp_without_mreg=dsp_nom,
-        dsp_without_preg=dsp_nop,
-        timing=dict(label="logic-only estimate: Yosys sta over the xc7 cell delays of cells_sim.v (Project X-Ray), "
-                          "no routing; MUXF7/MUXF8 count as zero; ltp depth counts cells (carries included)",
-                    clock_ns=CLOCK_NS, sta=sta, ltp=ltp,
-                    within_clock=bool(sta.get("available") and sta["logic_delay_ns"] < CLOCK_NS)),
+        dsp_without_preg=dsp_nop, timing=timing_summary(timing, timing_file),
     )
     # the MAC array is two lanes per DSP48E1 (the export's DSP lane pairs): fewer DSPs means synthesis
     # removed part of the datapath (e.g. a construct Yosys reads differently from the simulators)
@@ -196,16 +196,17 @@ def estimate(export_dir: Path, out: Path | None = None, timeout: int = 7200, wor
     res["lut_with_block_design"] = res["lut"] + bd["lut"]
     res["lut_fill_with_block_design"] = round(res["lut_with_block_design"] / XC7Z020["lut"], 4)
     res["fits_xc7z020_80pct_lut"] = res["fits_xc7z020"] and res["lut_fill_with_block_design"] <= LUT_FILL_MAX
-    out = Path(out) if out else REPO / "build" / net / "resources.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(res, indent=2) + "\n")
     return res
 
 
 def main(argv=None) -> int:
+    from zynqflow.bench.sta import summary_line
+
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("export", help="export directory")
-    ap.add_argument("--out", default=None, help="resources.json path (default build/<net>/resources.json)")
+    ap.add_argument("--out", default=None, help="resources.json path (default build/<net>/resources.json; "
+                                                "timing.json beside it)")
     ap.add_argument("--timeout", type=int, default=7200, help="seconds before yosys is stopped")
     a = ap.parse_args(argv)
     try:
@@ -221,9 +222,14 @@ def main(argv=None) -> int:
         print(f"synth_estimate: only {r['dsp']} DSP48E1 for a MAC array of {r['dsp_expected']}: Yosys removed part "
               "of the datapath", file=sys.stderr)
         return 1
-    if t["sta"].get("available"):
-        print(f"longest logic path (Yosys sta, logic only): {t['sta']['logic_delay_ns']:.2f} ns, "
-              f"{t['sta']['start']} -> {t['sta']['end']}; deepest path {t['ltp'].get('depth_cells')} cells")
+    paths = json.loads(Path(t["file"]).read_text())["paths"]
+    print(f"worst register-to-register paths (estimate with routing, not Vivado) -> {t['file']}:")
+    for p in paths[:5]:
+        print("  " + summary_line(p))
+    if not t["within_limit"]:
+        print(f"synth_estimate: the worst path is {t['worst_ns']:.2f} ns estimated, over the {t['limit_ns']} ns "
+              f"limit: {t['worst_start']} -> {t['worst_end']}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -71,9 +71,9 @@ set jobs    [expr {[llength $argv] > 3 ? [lindex $argv 3] : 2}]
 set engine  [lindex $argv 4]
 set part    xc7z020clg400-1
 set bd      zq_bd
-set fclk_mhz 100
-# the engine specification (generated from spec/engine.py): the DDR window, the register maps
+# the engine specification (generated from spec/engine.py): the clock, the DDR window, the register maps
 source [file join [file dirname [file normalize [info script]]] zq_spec.tcl]
+set fclk_mhz $zq_spec(clock_mhz)
 # each engine's address spaces of its DDR masters, by the names its IP gives them (the RTL twin's
 # second activation path reads through m_axi_act2; the HLS engine has no such master yet)
 array set zq_spaces {
@@ -84,7 +84,7 @@ array set zq_spaces {
 array set zq_hp {wts HP0 act HP2 act2 HP3}
 # the control registers: one 64 KiB segment (the address block "Reg" of both IPs)
 set zq_ctrl_base  0x40000000
-set zq_ctrl_bytes 65536
+set zq_ctrl_bytes $zq_spec(ctrl_segment_bytes)
 
 if {$engine ni {"" rtl hls}} {
     puts stderr "pynq_z2.tcl: engine '$engine': rtl (the RTL twin) or hls (the Vitis HLS engine)"

@@ -10,6 +10,9 @@ set zq_spec(axi_burst_beats) 16
 set zq_spec(stream_bits) 32
 set zq_spec(ddr_window_bytes) 536870912
 set zq_spec(addr_align) 4096
+set zq_spec(clock_mhz) 100
+set zq_spec(ctrl_segment_bytes) 65536
+set zq_spec(ctrl_addr_bits) 16
 set zq_spec(reg_addr_bits,hls) 7
 set zq_spec(regmap_bytes,hls) 120
 set zq_spec(reg_addr_bits,rtl) 8

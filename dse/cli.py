@@ -22,6 +22,8 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+from zynqflow.spec.paths import REPO, repo_relative
+
 from . import hw_model
 from .space import SPACES, get_space, n_params, parse_engine
 from .study import (PROXIES, Proxy, Settings, Worker, default_out, design_of, hw_record, lock_path, open_study,
@@ -43,6 +45,9 @@ def _add_common(p: argparse.ArgumentParser, study_required: bool = False) -> Non
 def _add_work(p: argparse.ArgumentParser) -> None:
     p.add_argument("--fail-trial", type=int, action="append", default=[],
                    help="testing: make this trial number fail with a design-rule violation (repeatable)")
+    p.add_argument("--hold-trial", type=int, default=None,
+                   help="testing: after this trial's first epoch, print 'hold: trial N training' on stderr and "
+                        "wait for Ctrl-C / SIGTERM (an interrupt that lands mid-training, whatever the load)")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -153,7 +158,8 @@ def cmd_run(a) -> int:
     study, settings = open_study(name, storage, settings, settings.seed, a.trials, explicit=explicit,
                                  default_trials=32)
     threads = a.threads or max(1, (os.cpu_count() or 1) // max(1, a.workers))
-    w = Worker(out=out, data_dir=ddir, threads=threads, fail_trials=tuple(a.fail_trial), quiet=a.quiet)
+    w = Worker(out=out, data_dir=ddir, threads=threads, fail_trials=tuple(a.fail_trial),
+               hold_trial=a.hold_trial, quiet=a.quiet)
     children = []
     store_arg = a.storage or str(out / "journal.log")
     for i in range(1, max(1, a.workers)):
@@ -162,6 +168,8 @@ def cmd_run(a) -> int:
         cmd += ["--out-root", str(out.parent)] + (["--data-dir", ddir] if ddir else [])
         for f in a.fail_trial:
             cmd += ["--fail-trial", str(f)]
+        if a.hold_trial is not None:
+            cmd += ["--hold-trial", str(a.hold_trial)]
         children.append(subprocess.Popen(cmd))
     rc = 0
     try:
@@ -170,14 +178,26 @@ def cmd_run(a) -> int:
         rc = 130
         print("interrupted: the running trial is recorded as interrupted; run again to resume", file=sys.stderr)
     finally:
-        for c in children:
-            try:
-                c.wait()
-            except KeyboardInterrupt:
-                c.wait()
+        _wait_children(children, a.quiet)
     if rc == 0:
         wait_for_running(study, a.quiet)
     return _report(study, settings, out, a.hil if rc == 0 else 0, a.hil_frames, ddir, threads, a.quiet) or rc
+
+
+def _wait_children(children: list, quiet: bool) -> None:
+    """Wait for this machine's other workers to finish their running trials, saying which (a trial's
+    length is the study's setting, so no limit here; Ctrl-C, which they get too, ends them)."""
+    for c in children:
+        while True:
+            try:
+                c.wait(timeout=60)
+                break
+            except subprocess.TimeoutExpired:
+                if not quiet:
+                    print(f"waiting for worker pid {c.pid} to finish its trial (Ctrl-C stops it)", file=sys.stderr)
+            except KeyboardInterrupt:
+                c.wait()
+                break
 
 
 def _report(study, settings: Settings, out: Path, hil_k: int, frames: int, ddir, threads, quiet) -> int:
@@ -218,7 +238,8 @@ def _load(a, wait_s: float = 0.0, seed: int | None = None):
 
 def cmd_worker(a) -> int:
     study, settings, out = _load(a, a.wait, a.seed)
-    w = Worker(out=out, data_dir=a.data_dir, threads=a.threads, fail_trials=tuple(a.fail_trial), quiet=a.quiet)
+    w = Worker(out=out, data_dir=a.data_dir, threads=a.threads, fail_trials=tuple(a.fail_trial),
+               hold_trial=a.hold_trial, quiet=a.quiet)
     try:
         work(study, settings, w, lock_path(a.storage, out))
     except KeyboardInterrupt:
@@ -255,11 +276,12 @@ def cmd_train(a) -> int:
           f"({tc.epochs} float + {tc.qat_epochs} QAT epochs; same as `make train NET={net_json}`)")
     metrics = run(tc)
     hw = hw_record(design, settings.part, settings.min_fps, settings.engine)
-    promo = dict(trial=t.number, net_json=str(net_json), checkpoint=str(dest / "checkpoint.pt"),
+    promo = dict(trial=t.number, net_json=repo_relative(net_json), checkpoint=repo_relative(dest / "checkpoint.pt"),
                  engine=dict(n_pe=design.n_pe, n_ci=design.n_ci), proxy_fixed_top1=t.values[0] if t.values else None,
                  fixed_top1=metrics.get("fixed_top1"), float_top1=metrics.get("float_top1"),
                  predicted=dict(fps=hw["fps"], cycles_per_frame=hw["cycles_per_frame"], model=hw["model"]),
-                 export_command=f"python -m zynqflow.export --ckpt {dest / 'checkpoint.pt'} --out {dest / 'export'} "
+                 export_command=f"python -m zynqflow.export --ckpt {repo_relative(dest / 'checkpoint.pt')} "
+                                f"--out {repo_relative(dest / 'export')} "
                                 f"--n-pe {design.n_pe} --n-ci {design.n_ci}")
     (dest / "promotion.json").write_text(json.dumps(promo, indent=2) + "\n")
     print(json.dumps({k: promo[k] for k in ("trial", "proxy_fixed_top1", "fixed_top1", "export_command")}, indent=2))
@@ -318,9 +340,12 @@ def cmd_publish(a) -> int:
                          f"{rtl['frames']} frames ({src / 'rtl_bench.json'}): not published")
     dest = Path(a.dest)
     dest.mkdir(parents=True, exist_ok=True)
-    shutil.copy(promo["net_json"], dest / "config.json")
-    for f in ("checkpoint.pt", "train_log.jsonl"):
-        shutil.copy(src / f, dest / f)
+    shutil.copy(REPO / promo["net_json"], dest / "config.json")
+    shutil.copy(src / "train_log.jsonl", dest / "train_log.jsonl")
+    # the published copy names where it now lives (relative to the checkout when inside it)
+    here = dict(net=repo_relative(dest / "config.json"), out=repo_relative(dest))
+    train_metrics["train_config"] = dict(train_metrics.get("train_config", {}), **here)
+    _publish_checkpoint(src / "checkpoint.pt", dest / "checkpoint.pt", here)
     for f in ("pareto.json", "pareto.png"):
         shutil.copy(out / f, dest / f)
     ref = report.reference_point() if settings.data == "fashion-mnist" else None
@@ -345,6 +370,15 @@ def cmd_publish(a) -> int:
              f"{'dominated' if metrics['dominates_reference'] else 'not dominated'}" if ref else "")
           + f" -> {dest}")
     return 0
+
+
+def _publish_checkpoint(src: Path, dest: Path, train_config: dict) -> None:
+    """Copy a checkpoint, its ``train_config`` updated with ``train_config`` (the published paths)."""
+    import torch
+
+    ck = torch.load(src, map_location="cpu", weights_only=False)
+    ck["train_config"] = dict(ck.get("train_config", {}), **train_config)
+    torch.save(ck, dest)
 
 
 def main(argv=None) -> int:

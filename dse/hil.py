@@ -21,6 +21,8 @@ import sys
 import time
 from pathlib import Path
 
+from zynqflow.spec.paths import repo_relative
+
 from . import hw_model
 from .study import Settings, proxy_train, trial_dir
 
@@ -138,7 +140,7 @@ def hil_one(r: dict, settings: Settings, out: Path, frames: int = 4, data_dir: s
     d = trial_dir(out, r["number"])
     hd = d / "hil"
     log = hd / "hil.log"
-    res = dict(number=r["number"], fixed_top1_proxy=r["fixed_top1_proxy"], engine=r["engine"], log=str(log))
+    res = dict(number=r["number"], fixed_top1_proxy=r["fixed_top1_proxy"], engine=r["engine"], log=repo_relative(log))
     t0 = time.time()
     try:
         ckpt = Path((r.get("proxy") or {}).get("checkpoint") or d / "checkpoint.pt")

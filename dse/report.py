@@ -22,7 +22,7 @@ from pathlib import Path
 
 import optuna
 
-from zynqflow.spec.paths import REPO
+from zynqflow.spec.paths import REPO, repo_relative
 
 from . import hw_model
 from .study import Settings, counted, trial_dir
@@ -48,7 +48,7 @@ def row(t: optuna.trial.FrozenTrial, out: Path) -> dict:
         fixed_top1_proxy=t.values[0] if t.values else None,
         fps=t.values[1] if t.values else hw.get("fps"),
         feasible=hw.get("feasible"), params=t.params, net=t.user_attrs.get("net"),
-        net_json=str(net_json) if net_json.exists() else None,
+        net_json=repo_relative(net_json) if net_json.exists() else None,
         engine=dict(n_pe=hw.get("n_pe"), n_ci=hw.get("n_ci"), clock_mhz=hw.get("clock_mhz"),
                     act_paths=hw.get("act_paths", 1), lut_lanes=hw.get("lut_lanes", 0)) if hw else None,
         cycles_per_frame=hw.get("cycles_per_frame"),
@@ -122,7 +122,7 @@ def promoted(out: Path, settings: Settings | None = None) -> dict:
         p = json.loads(f.read_text())
         if p.get("fixed_top1") is not None and p.get("proxy_fixed_top1") is not None:
             rows.append(dict(trial=p["trial"], proxy_fixed_top1=p["proxy_fixed_top1"], fixed_top1=p["fixed_top1"],
-                             checkpoint=p["checkpoint"]))
+                             checkpoint=repo_relative(REPO / p["checkpoint"])))
     ref = reference_proxy_row(settings) if settings is not None else None
     if ref:
         rows.append(ref)

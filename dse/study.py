@@ -24,7 +24,6 @@ stops, so the storage is always consistent and the next run resumes.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import math
 import os
@@ -38,7 +37,7 @@ from pathlib import Path
 import optuna
 from optuna.trial import TrialState
 
-from zynqflow.spec.paths import BUILD
+from zynqflow.spec.paths import BUILD, file_lock, repo_relative
 from zynqflow.spec.topology import CIFAR10_CLASSES, FASHION_CLASSES
 
 from . import hw_model
@@ -107,6 +106,7 @@ class Worker:
     data_dir: str | None = None
     threads: int | None = None
     fail_trials: tuple[int, ...] = ()   # testing: these trial numbers break a design rule
+    hold_trial: int | None = None       # testing: this trial waits for a signal after its first epoch
     quiet: bool = False
 
 
@@ -239,8 +239,21 @@ def hw_record(design: Design, part: str, min_fps: float = 0.0, engine: str = "rt
                 params=n_params(design.cfg))
 
 
+def hold_for_signal(trial_number: int):
+    """Test hook (``--hold-trial``): after the first epoch, say so on the process's own stderr
+    (``hold: trial N training``) and wait for a signal; Ctrl-C / SIGTERM then interrupts the trial
+    mid-training, however loaded the machine (a test waits for the line, never on a race)."""
+    def on_epoch(rec: dict) -> None:
+        if rec["epoch"] == 1:
+            print(f"hold: trial {trial_number} training (epoch 1 done, pid {os.getpid()}): waiting for a signal",
+                  file=sys.__stderr__, flush=True)
+            while True:
+                signal.pause()
+    return on_epoch
+
+
 def proxy_train(net_json: Path, settings: Settings, out: Path, data_dir: str | None, threads: int | None,
-                log: Path | None = None) -> dict:
+                log: Path | None = None, on_epoch=None) -> dict:
     """Train ``net_json`` with the study's proxy schedule into ``out``; the metrics (fixed_top1 is the
     exact-integer-path top-1 on the held-out images). Raises TrialFailed if training diverged."""
     from zynqflow.model.train import TrainConfig, run
@@ -253,7 +266,7 @@ def proxy_train(net_json: Path, settings: Settings, out: Path, data_dir: str | N
     log = log or out / "train.out"
     out.mkdir(parents=True, exist_ok=True)
     with open(log, "w") as f, contextlib.redirect_stdout(f), contextlib.redirect_stderr(f):
-        metrics = run(tc)
+        metrics = run(tc, on_epoch=on_epoch)
     losses = [json.loads(l)["loss"] for l in (out / "train_log.jsonl").read_text().splitlines()]
     bad = [i + 1 for i, v in enumerate(losses) if not math.isfinite(v)]
     if bad or not metrics:
@@ -287,11 +300,12 @@ def objective(trial: optuna.Trial, settings: Settings, study_name: str, w: Worke
                          for k, v in hw["constraints"].items() if v > 0)
         raise optuna.TrialPruned(f"infeasible on {settings.part} ({over}); not trained")
     t0 = time.time()
-    m = proxy_train(net_json, settings, d, w.data_dir, w.threads)
+    m = proxy_train(net_json, settings, d, w.data_dir, w.threads,
+                    on_epoch=hold_for_signal(trial.number) if trial.number == w.hold_trial else None)
     trial.set_user_attr("proxy", dict(fixed_top1=m["fixed_top1"], float_top1=m["float_top1"],
                                       eval_split=m["eval_split"], train_images=m["train_images"],
                                       eval_images=m["test_images"], seconds=round(time.time() - t0, 1),
-                                      checkpoint=str(d / "checkpoint.pt"), device=m["machine"]["device"]))
+                                      checkpoint=repo_relative(d / "checkpoint.pt"), device=m["machine"]["device"]))
     return float(m["fixed_top1"]), float(hw["fps"])
 
 
@@ -339,13 +353,8 @@ def _file_lock(path: Path | None):
     if path is None:
         yield
         return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
+    with file_lock(path):
+        yield
 
 
 def _sigterm_as_interrupt():

@@ -14,6 +14,9 @@ hardware plan (:mod:`zynqflow.export.plan`):
 ``integers.npz``      every integer, for the golden model
 ``vectors_in.bin`` / ``vectors_out.bin``  N test frames (uint8 HWC) and their
                       expected logits (int32 little endian)
+``export_inputs.json`` what the export was made from (:func:`export_inputs`: the checkpoint's path,
+                      size and mtime, or the network and seed of random weights; the arguments; a
+                      hash of the exporter's code), so ``make`` re-exports only when one changed
 
 Nothing is written unless every check passes: the design rules, the
 accumulator overflow proof, the bias range, and the plan's memory limits
@@ -24,7 +27,9 @@ moved into place at the end.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
+import os
 import shutil
 import sys
 import tempfile
@@ -43,6 +48,13 @@ from zynqflow.spec.topology import DesignRuleError, check_rules
 from .plan import EngineParams, ExportError, HwPlan, default_engine, engine_from_args, plan_hardware
 
 FORMAT_VERSION = 2
+
+
+def _umask() -> int:
+    """The process's umask (os.umask sets it; set it back at once)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 # ---------------------------------------------------------------------------
@@ -104,6 +116,7 @@ def build_constants(plan: HwPlan) -> dict[str, int]:
         IN_SIZE=st["in_size"], IN_CH=st["in_ch"], IN_BYTES=st["in_bytes"], STEM_IM2COL=st["im2col"],
         STEM_K=st["k"], STEM_S=st["s"], STEM_SIZE=st["size"], IN_WORDS=st["in_words"], RAW_RR=st["raw_rows"],
         N_CLASSES=cfg.num_classes, GAP_ROWS=plan.gap["rows"], GAP_SHIFT=plan.gap["shift"],
+        GAP_ROUND=E.gap_round_code(cfg.gap_round),
         OUT_BITS=cfg.out_bits, W_BITS=cfg.weight_bits, A_BITS=cfg.act_bits,
         NET_ID=plan.net_id, BUILD_PARAMS=E.build_params(e.n_pe, e.n_ci, cfg.weight_bits, cfg.act_bits),
         ENGINE_INFO_HLS=E.engine_info(False, plan.weight_cache, plan.ddr_tensors),
@@ -180,7 +193,8 @@ def manifest(qnet: QNet, plan: HwPlan, n_vectors: int, dataset_info: dict | None
                    format=qnet.input_format.to_dict(), color="gray" if c == 1 else "rgb",
                    bytes_per_frame=h * w * c, pixels_per_beat=E.PIXELS_PER_BEAT),
         output=dict(classes=cfg.num_classes, format=qnet.output_format.to_dict(),
-                    dtype=f"int{qnet.output_format.bits}", values_per_beat=1),
+                    dtype=f"int{qnet.output_format.bits}", values_per_beat=1, gap_shift=plan.gap["shift"],
+                    gap_round=cfg.gap_round),
         preprocess=info.get("recipe") or default_recipe(qnet.dataset, (h, w, c)),
         dataset_source={k: info.get(k) for k in ("path", "split", "skip_bad")} if info.get("path") else None,
         class_names=list(qnet.class_names) or [f"class{i}" for i in range(cfg.num_classes)],
@@ -222,7 +236,8 @@ def manifest(qnet: QNet, plan: HwPlan, n_vectors: int, dataset_info: dict | None
 
 
 def export(qnet: QNet, out_dir: Path, frames_hwc: np.ndarray | None = None,
-           engine: EngineParams | None = None, weights_source: str = "", dataset_info: dict | None = None) -> dict:
+           engine: EngineParams | None = None, weights_source: str = "", dataset_info: dict | None = None,
+           inputs: dict | None = None) -> dict:
     """Check, plan, then write every export file into ``out_dir`` atomically. Returns the manifest.
     ``engine`` defaults to :func:`default_engine` of the network; ``weights_source`` says where the
     weights came from (``checkpoint:<path>``, ``random:<seed>``) and goes into the manifest;
@@ -237,6 +252,7 @@ def export(qnet: QNet, out_dir: Path, frames_hwc: np.ndarray | None = None,
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     stage = Path(tempfile.mkdtemp(prefix=".export-", dir=out_dir.parent))
     try:
+        os.chmod(stage, 0o777 & ~_umask())       # mkdtemp makes 0700: the export gets the user's umask, as mkdir does
         write_hls_header(qnet, plan, stage)
         (stage / "rtl_params.svh").write_text(rtl_params_text(qnet, plan))
         (stage / "weights.bin").write_bytes(plan.weight_image)
@@ -244,6 +260,8 @@ def export(qnet: QNet, out_dir: Path, frames_hwc: np.ndarray | None = None,
         frames.tofile(stage / "vectors_in.bin")
         logits.astype("<i4").tofile(stage / "vectors_out.bin")
         (stage / "manifest.json").write_text(json.dumps(man, indent=2) + "\n")
+        if inputs is not None:
+            (stage / EXPORT_INPUTS).write_text(json.dumps(inputs, indent=1) + "\n")
         if out_dir.exists():
             shutil.rmtree(out_dir)
         stage.rename(out_dir)
@@ -305,8 +323,41 @@ def checkpoint_dataset(ckpt: str | Path) -> dict:
     return dict(info, data=tc.get("data"), data_dir=tc.get("data_dir"))
 
 
+EXPORT_INPUTS = "export_inputs.json"
+_CODE = ("export/*.py", "spec/*.py", "model/net.py")     # the code an export's files come from
+
+
+def _code_hash() -> str:
+    root = Path(__file__).resolve().parent.parent
+    h = hashlib.sha1()
+    for pattern in _CODE:
+        for f in sorted(root.glob(pattern)):
+            h.update(f.name.encode() + b"\0" + f.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def export_inputs(ckpt: str | Path | None = None, net: str | None = None, seed: int | None = None,
+                  args: dict | None = None) -> dict:
+    """What an export is made from, as ``make`` compares it (the ``export_inputs.json`` it carries):
+    the checkpoint (resolved path, size, mtime) or the seeded random weights of ``net`` (and, for a
+    JSON config, the file's size and mtime), the exporter's ``args``, and a hash of the exporter's
+    code (export/, spec/, model/net.py). A missing checkpoint raises OSError."""
+    d: dict = dict(args=dict(sorted((args or {}).items())), code=_code_hash())
+    if ckpt is not None:
+        p = Path(ckpt).resolve()
+        st = p.stat()
+        d.update(source="checkpoint", ckpt=str(p), size=st.st_size, mtime_ns=st.st_mtime_ns)
+    else:
+        d.update(source="random", net=net, seed=seed)
+        if net and Path(net).is_file():
+            st = Path(net).stat()
+            d.update(config=str(Path(net).resolve()), size=st.st_size, mtime_ns=st.st_mtime_ns)
+    return d
+
+
 def dataset_test_frames(qnet: QNet, info: dict, n: int, data_dir: str | None = None) -> np.ndarray:
-    """The first ``n`` test-split frames (HWC) of the data a network was trained on."""
+    """``n`` test-split frames (HWC) of the data a network was trained on, every class in proportion
+    (a seeded stratified subset, :meth:`zynqflow.model.data.Split.subset`)."""
     from zynqflow.model.data import load_dataset
 
     h, w, c = qnet.input_shape
@@ -316,8 +367,9 @@ def dataset_test_frames(qnet: QNet, info: dict, n: int, data_dir: str | None = N
     return ds.test.subset(n).hwc()
 
 
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def exporter_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m zynqflow.export", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--ckpt", help="checkpoint.pt from make train")
     src.add_argument("--random-weights", type=int, metavar="SEED", default=None,
@@ -340,11 +392,23 @@ def main(argv=None) -> int:
                         "allows)")
     p.add_argument("--act-paths", type=int, default=None, choices=(1, 2),
                    help="activation paths to the DDR tensors (default 2: m_axi_act, and m_axi_act2 / m_axi_wts)")
+    return p
+
+
+def export_args(a: argparse.Namespace) -> dict:
+    """The exporter's options that shape an export (recorded in export_inputs.json)."""
+    return dict(vectors=a.vectors, data_dir=a.data_dir, n_pe=a.n_pe, n_ci=a.n_ci, act_kb=a.act_kb,
+                wcache_kb=a.wcache_kb, dsp_pairs=a.dsp_pairs, act_paths=a.act_paths)
+
+
+def main(argv=None) -> int:
+    p = exporter_parser()
     a = p.parse_args(argv)
     if a.random_weights is not None and not a.net:
         p.error("--random-weights needs --net")
     if (a.n_pe is None) != (a.n_ci is None):
         p.error("give both --n-pe and --n-ci, or neither")
+    args = export_args(a)
     try:
         info = None
         if a.ckpt:
@@ -364,7 +428,8 @@ def main(argv=None) -> int:
         out = Path(a.out or f"build/{qnet.name}/export")
         engine = engine_from_args(qnet.cfg, a.n_pe, a.n_ci, act_kb=a.act_kb, wcache_kb=a.wcache_kb,
                                   dsp_pairs=a.dsp_pairs, act_paths=a.act_paths)
-        man = export(qnet, out, frames, engine, weights_source=source, dataset_info=info)
+        inputs = export_inputs(a.ckpt, a.net, a.random_weights, args)
+        man = export(qnet, out, frames, engine, weights_source=source, dataset_info=info, inputs=inputs)
     except (ExportError, DesignRuleError, ValueError, OSError) as e:
         print(f"export failed, nothing written: {e}", file=sys.stderr)
         return 2

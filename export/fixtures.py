@@ -9,23 +9,29 @@ that reach the corners of the engine the presets do not."""
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import numpy as np
 
-from zynqflow.spec.paths import REPO
+from zynqflow.spec.paths import REPO, file_lock
 
 from .plan import EngineParams
 
 EXPORT_ROOT = REPO / "build" / "sim" / "exports"
 REFERENCE_CKPT = REPO / "model" / "reference" / "zynqnet-mini" / "fashion-mnist" / "checkpoint.pt"
-FORMAT = 9   # bump to invalidate cached exports
+FORMAT = 11  # bump to invalidate cached exports (9: the RTL's 5-stage requantizer, issue 24; 10: GAP rounding modes, issue 26; 11: LUT lanes and two activation paths, issue 27)
 
 
 def _fresh(out: Path, stamp: dict) -> bool:
     f = out / "rtl_export.json"
     return (out / "manifest.json").exists() and f.exists() and json.loads(f.read_text()) == stamp
+
+
+def _lock(out: Path):
+    """One process makes a cached export at a time (test workers, benches); the others wait, then
+    find it fresh."""
+    return file_lock(out.parent / f".{out.name}.lock")
 
 
 def random_qnet(cfg, seed: int, vectors: int = 16):
@@ -73,7 +79,10 @@ def random_export(name: str, seed: int = 0, vectors: int = 16, n_pe: int = 16, n
     if _fresh(out, stamp):
         return out
     from zynqflow.spec.topology import get_config
-    return _export_random(get_config(name, input_size=input_size), out, seed, vectors, engine, stamp)
+    with _lock(out):
+        if _fresh(out, stamp):
+            return out
+        return _export_random(get_config(name, input_size=input_size), out, seed, vectors, engine, stamp)
 
 
 def variant_config(which: str):
@@ -85,7 +94,9 @@ def variant_config(which: str):
     a head of two parts of 16 channels (10 classes). Engine N_PE=16, N_CI=4.
     ``wide``: 12-channel input (no im2col: 2 words per pixel, 4 padded channels,
     a 3x3 stem reading the ring of input rows with zero padding), a signed
-    tensor, two output groups with 10 channels. Engine N_PE=8, N_CI=8 (one bank).
+    tensor, two output groups with 10 channels, a 4x4 final map pooled with ties to
+    even (``gap_round`` half_even, the rounding of Brevitas's TruncAvgPool2d default).
+    Engine N_PE=8, N_CI=8 (one bank).
     ``map1x1``: a fire net whose last layers run on a 1x1 map (16 -> 8 -> 4 -> 2 -> 1):
     ``f4/e1`` is one MAC step, issued alone after the layer's set-up (the busy hole of issue 16).
     ``memory``: every way the engine uses DDR, small (8 k cycles a frame) for the memory tests
@@ -113,7 +124,7 @@ def variant_config(which: str):
             L("c1", INPUT, "c1", 12, 16, k=3, stride=1),
             L("c2", "c1", "c2", 16, 8, k=3, stride=2, relu=False),
             L("c3", "c2", "out", 8, 10, k=1, relu=False),
-        )), EngineParams(8, 8)
+        ), gap_round="half_even"), EngineParams(8, 8)
     if which == "memory":
         return NetConfig(name="rtl-variant-memory", input_size=32, in_channels=1, num_classes=10, layers=(
             L("c1", INPUT, "c1", 1, 32, k=3, stride=2),
@@ -134,13 +145,35 @@ def variant_config(which: str):
     raise ValueError(f"unknown variant {which!r}")
 
 
-def variant_export(which: str, seed: int = 0, vectors: int = 8) -> Path:
-    cfg, engine = variant_config(which)
-    out = EXPORT_ROOT / f"{cfg.name}-random{seed}-pe{engine.n_pe}ci{engine.n_ci}"
+def variant_export(which: str, seed: int = 0, vectors: int = 8, engine: tuple[int, int] | None = None) -> Path:
+    """A :func:`variant_config` network exported for its engine, or for ``engine`` = (n_pe, n_ci) with
+    the variant's memory budgets."""
+    cfg, params = variant_config(which)
     stamp = dict(kind="variant", which=which, seed=seed, vectors=vectors, format=FORMAT)
+    if engine is not None:
+        params = replace(params, n_pe=engine[0], n_ci=engine[1])
+        stamp["engine"] = asdict(params)
+    engine = params
+    out = EXPORT_ROOT / f"{cfg.name}-random{seed}-pe{engine.n_pe}ci{engine.n_ci}"
     if _fresh(out, stamp):
         return out
-    return _export_random(cfg, out, seed, vectors, engine, stamp)
+    with _lock(out):
+        if _fresh(out, stamp):
+            return out
+        return _export_random(cfg, out, seed, vectors, engine, stamp)
+
+
+# The HLS engine's test networks (tests/test_hls_hazard.py, make bench's hls_exact part): a cached
+# stem-fed build, zynqnet-mini (cached weights), ZynqNet 64x64 with DDR tensors and the weight ring,
+# the rgb and wide variants, and zynqnet-mini on an 8x8 engine streaming 8-beat weight words.
+HLS_TEST_NETS = {
+    "tiny": lambda: random_export("zynqnet-tiny"),
+    "mini": lambda: random_export("zynqnet-mini"),
+    "zq64-ddr": lambda: random_export("zynqnet", input_size=64, n_pe=16, n_ci=16, act_kb=24),
+    "rgb": lambda: variant_export("rgb"),
+    "wide": lambda: variant_export("wide"),
+    "mini-ring": lambda: random_export("zynqnet-mini", n_pe=8, n_ci=8, wcache_kb=0),
+}
 
 
 def checkpoint_export(ckpt: Path, frames: int = 8, data: str = "fashion-mnist",
@@ -159,6 +192,8 @@ def checkpoint_export(ckpt: Path, frames: int = 8, data: str = "fashion-mnist",
     test = load_dataset(data, None, qnet.cfg.input_size).test
     labels = test.labels[:frames]
     if not _fresh(out, stamp):
-        export(qnet, out, test.hwc()[:frames], engine)
-        (out / "rtl_export.json").write_text(json.dumps(stamp))
+        with _lock(out):
+            if not _fresh(out, stamp):
+                export(qnet, out, test.hwc()[:frames], engine)
+                (out / "rtl_export.json").write_text(json.dumps(stamp))
     return out, labels

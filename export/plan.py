@@ -265,7 +265,7 @@ class HwPlan:
     image_words: int               # weight words after the header
     scratch_bytes: int             # DDR activation scratch area
     stem: dict                     # stem geometry (see plan_layout)
-    gap: dict                      # GAP_CH, GAP_ROWS, GAP_SHIFT
+    gap: dict                      # GAP_CH, GAP_ROWS, GAP_SHIFT, the rounding (NetConfig.gap_round)
     rows: list[int] = field(default_factory=list)      # packed layer-table rows
     weight_image: bytes | None = None                  # plan_hardware only
     net_id: int = 0
@@ -533,7 +533,7 @@ def plan_layout(cfg: NetConfig, engine: EngineParams = EngineParams()) -> HwPlan
         off += l.weight_words
     gap_t = tensors[out_t]
     gap = dict(ch=_ceil(gap_t.channels, P) * P, rows=_ceil(gap_t.channels, P), shift=_lg(gap_t.size ** 2),
-               classes=cfg.num_classes)
+               classes=cfg.num_classes, round=cfg.gap_round)
     plan = HwPlan(cfg=cfg, engine=engine, layers=layers, tensors=tensors, regions=placed, act_rows=act_rows,
                   wring_words=wring, weight_cache=cache, image_words=total_words, scratch_bytes=scratch,
                   stem=stem, gap=gap)

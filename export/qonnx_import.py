@@ -12,18 +12,22 @@ Accepted (a member of the family, docs/datasets-and-import.md): an input ``Quant
 (unsigned 8 bits, scale 2^-8, zero point 0); ``Conv`` with kernel 1 or 3, stride 1 or 2,
 same padding, group 1, whose weights and bias are ``Quant`` of constants (per-tensor
 power-of-two scales, zero point 0, weights <= 8 bits, bias at most the accumulator's
-scale); ``Relu`` then ``Quant`` (unsigned, power-of-two scale, <= 8 bits); ``Concat``
-on channels of tensors with one format; the final conv with a signed ``Quant`` (<= 16
-bits); a global average pool (``GlobalAveragePool``, ``ReduceMean`` over H, W, or an
-``AveragePool``/``Trunc`` over the whole map) and ``Flatten``/``Reshape``/``Squeeze``/
-``Identity``. Everything else is refused naming the node and the rule.
+scale; no bias: a zero bias); ``Relu`` then ``Quant`` (unsigned, power-of-two scale, <= 8
+bits); ``Concat`` on channels of tensors with one format; the final conv with a signed
+``Quant`` (<= 16 bits); a global average pool (``GlobalAveragePool``, ``ReduceMean`` over H,
+W, or an ``AveragePool`` over the whole map) over 2^k pixels, rounded to the logits' scale
+by a ``Trunc`` (Brevitas ``TruncAvgPool2d``: zynqflow.export.brevitas_quant.gap_pool) or a
+``Quant`` (k = 0: nothing to round); and ``Flatten``/``Reshape``/``Squeeze``/``Identity``.
+Everything else is refused naming the node and the rule.
 
-Rounding (the engine's is fixed: ties toward +inf): a ``Quant`` that rounds (its scale
+Rounding (the convs' is fixed: ties toward +inf): a ``Quant`` that rounds (its scale
 coarser than its input's grid) is accepted only where its rounding is provably the
 engine's: ``HALF_UP`` after a ``Relu`` (ties away from zero = toward +inf on values
->= 0). The final conv's ``Quant`` must not round (scale <= the accumulator's), and the
-pool must not round (a 1 x 1 final map): no QONNX rounding mode equals ties toward
-+inf on negative values. Constants (weights, biases) are rounded by the graph's own mode.
+>= 0). The final conv's ``Quant`` must not round (scale <= the accumulator's): no QONNX
+rounding mode equals ties toward +inf on negative values. The pool's shift takes the
+graph's mode (NetConfig.gap_round, spec.engine.GAP_ROUNDINGS): ``FLOOR`` -> floor,
+``ROUND``/``HALF_EVEN`` -> half_even, ``HALF_UP`` -> half_away; any other is refused naming
+the node and the mode. Constants (weights, biases) are rounded by the graph's own mode.
 
 Bit-exactness: the golden model's logits are compared with the graph's own execution on
 the frames (the test split of ``--data``, else seeded random frames), exactly: every node
@@ -57,6 +61,11 @@ class ImportRefused(ValueError):
 
 HOW_TO_ROUND = ("train it in Brevitas with zynqflow.export.brevitas_quant.ReLUQuant (rounding HALF_UP, "
                 "= ties toward +inf after a ReLU) for every ReLU's act_quant")
+HOW_POOL = ("pool the final conv's map with zynqflow.export.brevitas_quant.gap_pool(size) (Brevitas TruncAvgPool2d "
+            "rounding FLOOR, or ROUND: ties to even), its input the final conv's QuantTensor "
+            "(return_quant_tensor=True)")
+# the rounding modes of a QONNX Trunc / Quant that the engine's pool shift implements (spec.engine.GAP_ROUNDINGS)
+QONNX_GAP_ROUND = {"FLOOR": "floor", "ROUND": "half_even", "HALF_EVEN": "half_even", "HALF_UP": "half_away"}
 HOW_LOGITS = ("give the final conv an output quantizer whose scale is at most its accumulator's, "
               "2^-(F_in + F_w): zynqflow.export.brevitas_quant.logit_quant(F_in + F_w), with a fixed-scale "
               "input (const_relu_quant) and weights (const_weight_quant)")
@@ -111,6 +120,7 @@ class Tensor:
     name: str = ""                   # act: our tensor name (or the layers it is made of)
     layers: list = field(default_factory=list)    # act made by a Concat: its writer layers
     conv: dict | None = None         # acc: the pending conv
+    pool: dict | None = None         # pooled: node, k (2^k pixels), frac (the value's grid), mode (None: unrounded)
 
 
 def _quant_info(node, consts, what: str) -> QuantInfo:
@@ -260,21 +270,22 @@ def parse(path: Path, name: str = "imported", num_classes: int | None = None) ->
                                             "engine requantizes only at a conv's output)")
                 vals[n.output[0]] = x
             elif x.kind == "pooled":
-                if q.frac != fmt[x.name].frac or not q.signed or q.bits < fmt[x.name].bits:
-                    raise ImportRefused(nm, "the Quant after the global pool must keep the logits' scale and "
-                                            "range (the engine's pool does not requantize)")
-                vals[n.output[0]] = x
+                if q.narrow:
+                    raise ImportRefused(nm, "a narrow-range Quant after the global pool (the engine does not "
+                                            "saturate its logits)")
+                vals[n.output[0]] = round_pool(x, nm, q.mode, x.pool["frac"] - q.frac, q.frac, q.signed, q.bits)
             else:
                 raise ImportRefused(nm, f"Quant of a {x.kind} tensor is not supported here")
         elif op == "Conv":
             if x.kind != "act" or x.quant is None:
                 raise ImportRefused(nm, "Conv on an unquantized tensor (every conv input is a Quant'ed activation)")
-            if len(ins) < 3 or ins[1] is None or ins[1].kind != "const" or ins[1].quant is None:
+            if len(ins) < 2 or ins[1] is None or ins[1].kind != "const" or ins[1].quant is None:
                 raise ImportRefused(nm, "Conv weights must be a Quant of a constant")
-            if ins[2] is None or ins[2].kind != "const" or ins[2].quant is None:
-                raise ImportRefused(nm, "Conv needs a bias that is a Quant of a constant (Brevitas: bias=True, "
-                                        "bias_quant=Int32Bias)")
-            w, b = ins[1], ins[2]
+            b = ins[2] if len(ins) > 2 and n.input[2] else None          # no bias (bias=False): a zero bias
+            if b is not None and (b.kind != "const" or b.quant is None):
+                raise ImportRefused(nm, "Conv bias must be a Quant of a constant (Brevitas: bias_quant=Int32Bias), "
+                                        "or none")
+            w = ins[1]
             k = list(_attr(n, "kernel_shape", w.value.shape[2:]))
             stride = list(_attr(n, "strides", [1, 1]))
             pads = list(_attr(n, "pads", [0, 0, 0, 0]))
@@ -286,19 +297,23 @@ def parse(path: Path, name: str = "imported", num_classes: int | None = None) ->
                 raise ImportRefused(nm, f"padding {pads}: only 'same' zero padding k // 2 is allowed")
             if _attr(n, "group", 1) != 1 or list(_attr(n, "dilations", [1, 1])) != [1, 1]:
                 raise ImportRefused(nm, "grouped or dilated convolutions are not allowed")
-            wq, bq = w.quant, b.quant
+            wq = w.quant
             if not wq.signed or wq.bits > 8:
                 raise ImportRefused(wq.node, f"weights of {wq.bits} bits ({'signed' if wq.signed else 'unsigned'}): "
                                              "the engine takes signed weights of at most 8 bits")
             wint = np.rint(w.value * 2.0 ** wq.frac).astype(np.int64)
             f_acc = x.quant.frac + wq.frac
-            if bq.frac > f_acc:
-                raise ImportRefused(bq.node, f"bias scale 2^-{bq.frac} is finer than the accumulator's "
-                                             f"2^-{f_acc} (Brevitas: bias_quant=Int32Bias)")
-            bint = np.rint(b.value * 2.0 ** bq.frac).astype(np.int64) << (f_acc - bq.frac)
-            if np.abs(bint).max(initial=0) > 2 ** 31 - 1:
-                raise ImportRefused(bq.node, "bias does not fit int32 at the accumulator's scale")
             cout, cin = wint.shape[:2]
+            if b is None:
+                bint = np.zeros(cout, np.int64)
+            else:
+                bq = b.quant
+                if bq.frac > f_acc:
+                    raise ImportRefused(bq.node, f"bias scale 2^-{bq.frac} is finer than the accumulator's "
+                                                 f"2^-{f_acc} (Brevitas: bias_quant=Int32Bias)")
+                bint = np.rint(b.value * 2.0 ** bq.frac).astype(np.int64) << (f_acc - bq.frac)
+                if np.abs(bint).max(initial=0) > 2 ** 31 - 1:
+                    raise ImportRefused(bq.node, "bias does not fit int32 at the accumulator's scale")
             if cin != x.channels:
                 raise ImportRefused(nm, f"weights for {cin} input channels, the input has {x.channels}")
             src = x.name
@@ -346,17 +361,15 @@ def parse(path: Path, name: str = "imported", num_classes: int | None = None) ->
                                         "conv; the only pooling is the final global average pool)")
             if x.kind != "act" or not x.layers or fmt[x.name].signed is False:
                 raise ImportRefused(nm, "the global average pool must read the final conv's signed output")
-            if x.size != 1:
-                raise ImportRefused(nm, f"global average pool over {x.size}x{x.size} pixels rounds ties toward +inf "
-                                        "in the engine; the graph's mean (or Trunc / Quant after it) cannot round "
-                                        "the same on negative logits. Downsample to a 1x1 map before the final "
-                                        "conv (the pool is then exact)")
-            pooled = Tensor("pooled", size=1, channels=x.channels, name=x.name, layers=x.layers)
+            k = 2 * (x.size.bit_length() - 1)          # 2^k pixels (sizes are powers of two)
+            f = fmt[x.name].frac
+            pooled = Tensor("pooled", size=1, channels=x.channels, name=x.name, layers=x.layers,
+                            pool=dict(node=nm, k=k, frac=f + k, bits=fmt[x.name].bits, mode=None if k else "exact"))
             vals[n.output[0]] = pooled
         elif op == "Trunc":
             if x is None or x.kind != "pooled":
                 raise ImportRefused(nm, "Trunc outside a global average pool (TruncAvgPool2d)")
-            vals[n.output[0]] = x             # a 1x1 pool: Trunc drops no bit (checked by the verification)
+            vals[n.output[0]] = trunc_pool(x, n, consts)
         elif op in ("Flatten", "Reshape", "Squeeze", "Identity", "Unsqueeze") and x is not None:
             vals[n.output[0]] = x
         elif op in ("MaxPool", "AveragePool"):
@@ -369,12 +382,22 @@ def parse(path: Path, name: str = "imported", num_classes: int | None = None) ->
         raise ImportRefused(outs[0] if outs else str(path), "the graph must end with the final conv's global "
                                                             "average pool")
     head = vals[outs[0]]
+    pool = head.pool
+    if pool["mode"] is None:
+        raise ImportRefused(pool["node"], f"the mean over {1 << pool['k']} pixels is not rounded to the logits' "
+                                          f"scale (a float average; the engine's pool shifts): {HOW_POOL}")
     ncls = num_classes or head.channels
     specs = [LayerSpec(l["name"], l["src"], l["dst"], l["cin"], l["cout"], l["k"], l["stride"], l["relu"],
                        l.get("dst_offset", 0)) for l in layers]
     out_fmt = fmt[head.name]
+    gap_round = QONNX_GAP_ROUND.get(pool["mode"], "half_up")     # k = 0: exact, the default
     cfg = NetConfig(name=name, input_size=size, in_channels=channels, num_classes=ncls, layers=tuple(specs),
-                    act_bits=8, weight_bits=8, out_bits=out_fmt.bits)
+                    act_bits=8, weight_bits=8, out_bits=out_fmt.bits, gap_round=gap_round)
+    if pool["k"]:
+        report.append(dict(layer="pool", nodes=pool["node"], pixels=1 << pool["k"], shift=pool["k"],
+                           rounding=pool["mode"], gap_round=gap_round,
+                           rounding_rule=f"QONNX {pool['mode']} = the engine's pool rounding {gap_round} "
+                                         "(spec.engine.GAP_ROUNDINGS)"))
     try:
         check_rules(cfg)
     except DesignRuleError as e:
@@ -382,7 +405,61 @@ def parse(path: Path, name: str = "imported", num_classes: int | None = None) ->
         raise ImportRefused(src, e.rule) from e
     return Imported(cfg, {l["name"]: l["w"] for l in layers}, {l["name"]: l["b"] for l in layers},
                     {l["name"]: l["w_frac"] for l in layers}, {t: f for t, f in fmt.items() if t != INPUT}, report,
-                    inputs[0].name, out_fmt.frac)
+                    inputs[0].name, pool["frac"])
+
+
+def round_pool(x: Tensor, node: str, mode: str, shift: int, out_frac: int, signed: bool, bits: int) -> Tensor:
+    """A Quant or Trunc of the pooled mean: its value, on the grid 2^-frac, divided by 2^shift and
+    rounded by ``mode``, lands on the grid 2^-out_frac. Accepted when that is the engine's pool:
+    the division is by 2^k exactly (the logits keep the final conv's grid: shift = k), the mode is
+    one of the engine's (QONNX_GAP_ROUND), and the range holds every mean (no saturation)."""
+    p = x.pool
+    mode = str(mode).upper()
+    logits = p["frac"] if p["mode"] is not None else p["frac"] - p["k"]     # the final conv's grid, F
+    if shift != (0 if p["mode"] is not None else p["k"]) or out_frac != logits:
+        raise ImportRefused(node, f"it rescales the pooled logits (from the grid 2^-{p['frac']} to 2^-{out_frac}); "
+                                  f"the engine's pool divides the sum of {1 << p['k']} pixels by {1 << p['k']} once "
+                                  f"and keeps the final conv's scale 2^-{logits}")
+    if not signed or bits < p["bits"]:
+        raise ImportRefused(node, f"a {'signed' if signed else 'unsigned'} {bits}-bit range after the pool: it "
+                                  f"must hold every {p['bits']}-bit signed logit (the engine does not saturate "
+                                  "the pool)")
+    if p["mode"] is not None:                     # already rounded (or a 1x1 map): an exact re-quantization
+        return x
+    if mode not in QONNX_GAP_ROUND:
+        raise ImportRefused(node, f"rounding_mode {mode} of the global average pool over {1 << p['k']} pixels: the "
+                                  "engine's pool rounds FLOOR, ROUND/HALF_EVEN (ties to even) or HALF_UP (ties away "
+                                  f"from zero): {HOW_POOL}")
+    return Tensor("pooled", size=1, channels=x.channels, name=x.name, layers=x.layers,
+                  pool=dict(p, frac=out_frac, mode=mode))
+
+
+def trunc_pool(x: Tensor, n, consts: dict) -> Tensor:
+    """A QONNX Trunc of the pooled mean (Brevitas TruncAvgPool2d): v1 (x, scale, zero point, in bits,
+    out bits; output at ``scale``) or v2 (x, scale, zero point, in bits, out scale, out bits).
+    It computes round(x / scale) / 2^t, rounded by its mode, times the output scale."""
+    nm = n.name or n.output[0]
+    args = [consts.get(i) for i in n.input[1:]]
+    if len(args) not in (4, 5) or any(a is None for a in args):
+        raise ImportRefused(nm, "Trunc: its scale, zero point and bit widths must be constants")
+    if np.any(np.asarray(args[1]) != 0):
+        raise ImportRefused(nm, "Trunc with a zero point (the engine's integers have zero point 0)")
+    s_frac = _pow2_frac(args[0], nm, "Trunc scale")
+    if s_frac < x.pool["frac"]:
+        raise ImportRefused(nm, f"Trunc scale 2^-{s_frac} is coarser than the pooled sum's grid "
+                                f"2^-{x.pool['frac']} (it would round twice)")
+    if len(args) == 4:                            # v1: t = in bits - out bits, output at the input scale
+        t = int(np.asarray(args[2]).ravel()[0]) - int(np.asarray(args[3]).ravel()[0])
+        out_frac, bits, signed = s_frac, int(np.asarray(args[3]).ravel()[0]), True
+    else:                                         # v2: t = log2(out scale / scale)
+        out_frac = _pow2_frac(args[3], nm, "Trunc output scale")
+        t, bits, signed = s_frac - out_frac, int(np.asarray(args[4]).ravel()[0]), bool(_attr(n, "signed", 1))
+        if _attr(n, "narrow", 0):
+            raise ImportRefused(nm, "a narrow-range Trunc after the global pool (the engine does not saturate "
+                                    "its logits)")
+    # the value on the grid 2^-frac is exactly x/scale * 2^(s_frac - frac); divided by 2^t
+    return round_pool(x, nm, _attr(n, "rounding_mode", "FLOOR"), t - (s_frac - x.pool["frac"]), out_frac, signed,
+                      bits)
 
 
 # ---- the graph's own execution, exact ---------------------------------------------------
@@ -428,9 +505,11 @@ def execute_exact(path: Path, frames_nchw_u8: np.ndarray) -> np.ndarray:
             y = np.concatenate(a, axis=int(_attr(n, "axis")))
         elif op in ("GlobalAveragePool", "ReduceMean", "AveragePool"):
             y = a[0].mean(axis=(2, 3), keepdims=op != "ReduceMean" or bool(_attr(n, "keepdims", 1)))
-        elif op == "Trunc":
-            from qonnx.custom_op.general.trunc import trunc_v1
-            y = trunc_v1(a[0], a[1], a[2], a[3], a[4], str(_attr(n, "rounding_mode", "FLOOR")))
+        elif op == "Trunc":                      # qonnx's own semantics, v1 (5 inputs) or v2 (6)
+            from qonnx.custom_op.general.trunc import trunc_v1, trunc_v2
+            mode = str(_attr(n, "rounding_mode", "FLOOR"))
+            y = trunc_v1(*a[:5], mode) if len(a) == 5 else \
+                trunc_v2(*a[:4], int(_attr(n, "narrow", 0)), int(_attr(n, "signed", 1)), a[4], a[5], mode)
         elif op in ("Flatten", "Reshape", "Squeeze"):
             y = a[0].reshape(a[0].shape[0], -1)
         elif op in ("Identity", "Unsqueeze"):

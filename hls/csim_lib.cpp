@@ -265,6 +265,20 @@ ZQ_API int zq_set_mode(int mode) {
 }
 ZQ_API int zq_get_mode() { return (int)zq_csim::mode(); }
 
+// The pipeline-hazard mode of the core's loop (csim/zq_hazard.h) for the following calls: 0 none,
+// 1 late stores (every store and slot release `delay` iterations late), 2 late reads (the
+// datapath's reads `delay` iterations late); delay 0 is mode 0. 0, or -2 for a bad argument.
+ZQ_API int zq_set_hazard(int mode, int delay) {
+    if (mode < 0 || mode > 2 || delay < 0) return -2;
+    zq_csim::set_hazard((zq_csim::Hazard)mode, delay);
+    return 0;
+}
+// The guards the library was built with: AVAIL_GUARD, RELEASE_GUARD (-DZQ_CSIM_GUARD shortens both).
+ZQ_API void zq_guards(int* out2) {
+    out2[0] = zq_csim_guard(0);
+    out2[1] = zq_csim_guard(1);
+}
+
 // A stream named `name` gets `depth` (0: its declared depth again); NULL name: clear all.
 ZQ_API void zq_set_stream_depth(const char* name, int depth) {
     if (!name) zq_csim::clear_depth_overrides();

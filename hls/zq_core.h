@@ -17,14 +17,33 @@
 // the same rings, the same release points (a block's words after its last step unless the
 // layer is resident, the rows a band no longer needs after the band), the same memory layout.
 //
-// Hazards. The loop is pipelined and declares the RAMs free of inter-iteration dependences
-// (DEPENDENCE inter false): its reads of ring rows and weight words must never see a write
-// still in flight, and its writes must never overtake a read of the slot's old contents. So a
-// row or word becomes readable AVAIL_GUARD iterations after its last write was issued (more
-// than the pipeline's depth from the write's stage to the read's), and a slot is reusable
-// RELEASE_GUARD iterations after its release: two delay lines of counters. A layer never
-// reads the region it writes (layer_table_error() in zq_top.cpp and the exporter refuse
-// tables where a layer's source and destination regions overlap).
+// The loop body is two halves, as its pipeline is:
+//  * the control (loop-carried: the counters, the takes, the releases, the guards) decides what
+//    this iteration does and hands the datapath a StepOp; its next-state logic is short: every
+//    counter is an ap_uint of its spec width (zq_layer.h), compared with registers (the band's
+//    last output row, the next band's rows needed and released, computed a band ahead; the
+//    block's last word), and the loop exits on registered flags (never through a stream read);
+//  * the datapath (feed-forward but for the accumulators) executes the StepOp: ONE read of each
+//    activation-RAM bank and ONE read of the weight RAM (a bias word or a weight word, the slot
+//    muxed by the control), the MAC array, the requantization, and ONE store per activation-RAM
+//    bank whose address and data are muxed between the step's result and the ring unit the
+//    control took (they never come in one iteration). The weight RAM takes one store per
+//    iteration (the weight beat), the GAP RAM one per block.
+// So every RAM bank sees at most one read and one store per iteration: ram_s2p at II=1.
+//
+// Hazards. The loop declares the activation and weight RAMs free of inter-iteration dependences
+// (DEPENDENCE inter false): its reads of ring rows and weight words must never see a store still
+// in flight, and its stores must never overtake a read of the slot's old contents. So a row or
+// word becomes readable AVAIL_GUARD iterations after its last store was issued, and a weight-RAM
+// slot is reusable RELEASE_GUARD iterations after its release: delay lines of counters. Both
+// guards are 2 * HLS_CORE_DEPTH + 1 (spec/engine.py: the loop's stated pipeline depth, with a
+// margin of two), so any store may land up to twice the stated depth after a read of its
+// iteration, or a weight beat's store that much before one. A ring row's slot is reusable the next
+// iteration (ROW_RELEASE_GUARD): the unit's store is the result's, after the reads by construction.
+// The pipeline-hazard C simulation (csim/zq_hazard.h, through ZQ_STORE / ZQ_PASS) runs the loop
+// with every store and release, or every read, deferred by each such delay, bit-exact; with the
+// guards at 1 it fails. A layer never reads the region it writes (layer_table_error()
+// in zq_top.cpp and the exporter refuse tables where a layer's source and destination overlap).
 #ifndef ZQ_CORE_H
 #define ZQ_CORE_H
 
@@ -41,39 +60,48 @@
 #include "zq_stream.h"
 #include "zq_types.h"
 
+// g++: the datapath inlined into the loop, as Vitis does (an out-of-line call hides from the
+// optimizer that its arrays are the loop's own registers: the native C simulation ran 2x slower)
+#if defined(__GNUC__) && !defined(__SYNTHESIS__)
+#define ZQ_CSIM_INLINE inline __attribute__((always_inline))
+#else
+#define ZQ_CSIM_INLINE inline
+#endif
+
 namespace zq {
 
-// A counter delayed by N iterations (a shift register of its past values; a ring of them in
-// C simulation, which is the same and cheaper there).
-template <int N>
+// A counter delayed by N iterations: a shift register of its past values (what Vitis
+// synthesizes, and what every C simulation in exact types compiles). The native C simulation
+// (-DZQ_CSIM_NATIVE, never synthesized) keeps a ring of them instead: the same values, cheaper.
+template <typename T, int N>
 struct Delayed {
-    int v[N];
-#ifndef __SYNTHESIS__
+    T v[N];
+#if ZQ_NATIVE
     int head;  // v[head] is the oldest value
 #endif
-    void reset(int x) {
+    void reset(T x) {
 #pragma HLS INLINE
         for (int i = 0; i < N; i++) {
 #pragma HLS UNROLL
             v[i] = x;
         }
-#ifndef __SYNTHESIS__
+#if ZQ_NATIVE
         head = 0;
 #endif
     }
-    int out() const {
+    T out() const {
 #pragma HLS INLINE
-#ifndef __SYNTHESIS__
+#if ZQ_NATIVE
         return v[head];
 #else
         return v[N - 1];
 #endif
     }
     // shift in the current value; true while an older value is still on its way
-    bool shift(int x) {
+    bool shift(T x) {
 #pragma HLS INLINE
         const bool moving = out() != x;
-#ifndef __SYNTHESIS__
+#if ZQ_NATIVE
         v[head] = x;
         head = head == N - 1 ? 0 : head + 1;
 #else
@@ -87,9 +115,138 @@ struct Delayed {
     }
 };
 
+// What the control hands the datapath in one iteration (a pipeline register's contents).
+struct StepOp {
+    bool bias;            // a block's bias step: the biases from the weight word
+    bool mac;             // a MAC step
+    bool first, last;     // the pixel's first and last step (MAC)
+    bool block_end;       // the block's last step (MAC): the GAP sums leave
+    wslot_t wslot;        // the weight-RAM slot read: the bias word or the weight word
+    act_addr_t row;       // the activation-RAM row read (in every bank)
+    bank_t bank;          // the bank whose word enters the MAC array (channel word c mod WPG)
+    bool inb;             // the tap is inside the map (else zero lanes)
+    grp_t g;              // the output group
+    nvalid_t valid;       // its valid output channels
+    opix_t pix;           // the output pixel (oy * W + ox) of a last step
+    bool unit;            // a ring unit taken: stored to unit_row of the banks it fills
+    act_addr_t unit_row;
+    units_t unit_u;       // its unit within the pixel (channel words unit_u * WPG ..)
+    unit_t unit_data;
+    StepOp()
+        : bias(false), mac(false), first(false), last(false), block_end(false), wslot(0), row(0), bank(0),
+          inb(false), unit(false) {}
+    bool any() const { return bias || mac || unit; }
+};
+
+// The datapath of one iteration: the step's reads, the MAC array, the result, the stores (one per
+// activation-RAM bank: the result or the ring unit), the GAP sums. dst_w[b]: the group's channel
+// word that bank b holds; dst_r0[b]: its row offset in channel-word rows of the destination.
+template <typename Pipe>
+ZQ_CSIM_INLINE void datapath(int li, const StepOp& op, const Layer& L, act_word_t act_ram[WPG][ACT_ROWS],
+                     wbeat_t wbuf[WBUF][BPW], gap_t gap[GAP_ROWS][N_PE], acc_t acc[N_PE], acc_t bias[N_PE],
+                     gap_t gsum[N_PE], const bank_t dst_w[WPG], const act_addr_t dst_r0[WPG],
+                     zq::stream<unit_t, OUT_FIFO>& oq, Pipe& pipe) {
+#pragma HLS INLINE
+    (void)pipe;
+    (void)li;
+    const bool to_act = L.r.dst_kind == S::DST_ACT, to_ddr = L.r.dst_kind == S::DST_DDR;
+    const bool to_gap = L.r.dst_kind == S::DST_GAP, from_stem = L.r.src_kind == S::SRC_STEM;
+    // the reads: one word of every activation-RAM bank at one row, one weight word (the native C
+    // simulation reads the same words in place)
+#if ZQ_NATIVE
+    const wbeat_t* wword = wbuf[op.wslot];
+    const act_word_t& xw = act_ram[op.bank][op.row];
+#else
+    act_word_t xw = word_zero();
+    wbeat_t wword[BPW];
+#pragma HLS ARRAY_PARTITION variable=wword complete
+    if (op.mac || op.bias) {
+        for (int k = 0; k < BPW; k++) {
+#pragma HLS UNROLL
+            wword[k] = wbuf[op.wslot][k];
+        }
+    }
+    if (op.mac) {
+        for (int b = 0; b < WPG; b++) {
+#pragma HLS UNROLL
+            const act_word_t x = act_ram[b][op.row];
+            if (op.bank == b) xw = x;
+        }
+    }
+#endif
+    if (op.bias) {
+        bias_of(wword, bias);
+        for (int pe = 0; pe < N_PE; pe++) {
+#pragma HLS UNROLL
+            gsum[pe] = 0;
+        }
+    }
+    const bool result = op.mac && op.last;
+    y_t y[N_PE];
+#pragma HLS ARRAY_PARTITION variable=y complete
+    if (op.mac) {
+        mac_step(xw, op.inb, L.r.src_signed != 0, wword, op.first, bias, acc);
+        if (result) {
+            ZQ_COUNT(C_RESULTS, li);
+            for (int pe = 0; pe < N_PE; pe++) {
+#pragma HLS UNROLL
+                y[pe] = pe < op.valid ? requantize(acc[pe], L) : y_t(0);
+            }
+            if (to_ddr) {
+                unit_t u = unit_zero();
+                for (int pe = 0; pe < N_PE; pe++) {
+#pragma HLS UNROLL
+                    unit_set_byte(u, pe, (unsigned)(int)y[pe] & 0xFF);
+                }
+                oq.write(u);  // blocks while the DDR writer's FIFO is full
+            } else if (to_gap) {
+                for (int pe = 0; pe < N_PE; pe++) {
+#pragma HLS UNROLL
+                    gsum[pe] += y[pe];
+                }
+            }
+        }
+        if (op.block_end && to_gap) {
+            const gap_row_t gr = gap_row_t(L.r.dst_cg0) + op.g;
+            for (int pe = 0; pe < N_PE; pe++) {
+#pragma HLS UNROLL
+                ZQ_STORE(pipe, gap[gr][pe], gsum[pe]);
+            }
+        }
+    }
+    // one store per activation-RAM bank: the result's word (at the group's rows + the pixel) or the
+    // ring unit's word (at its row); the control never issues both in one iteration
+    const bool res_act = result && to_act;
+    if (res_act || op.unit) {
+        const nvalid_t nwords = (op.valid + N_CI - 1) >> LG_CI;  // the group's channel words written
+        for (int b = 0; b < WPG; b++) {
+#pragma HLS UNROLL
+            act_word_t data;
+            act_addr_t addr;
+            bool en;
+            if (res_act) {
+                data = word_zero();
+                for (int l = 0; l < N_CI; l++) {
+#pragma HLS UNROLL
+                    lane_set(data, l, (unsigned)(int)y[(dst_w[b] * N_CI + l) & (N_PE - 1)] & 0xFF);
+                }
+                addr = act_addr_t(L.r.dst_base) + (act_addr_t(dst_r0[b] + op.g) << (int)(2 * L.r.lg_out)) +
+                       act_addr_t(op.pix);
+                en = dst_w[b] < nwords;
+            } else {
+                data = unit_word(op.unit_data, b);
+                addr = op.unit_row;
+                en = !from_stem || op.unit_u * WPG + b < P::IN_WORDS;
+            }
+            if (en) ZQ_STORE(pipe, act_ram[b][addr], data);
+        }
+    }
+}
+
 inline void core(int li, bool load, zq::stream<wbeat_t, W_FIFO>& wq, zq::stream<unit_t, STEM_FIFO>& sq,
                  zq::stream<unit_t, FILL_FIFO>& fq, zq::stream<unit_t, OUT_FIFO>& oq,
                  zq::stream<logit_t, LOGIT_FIFO>& lq) {
+#pragma HLS INLINE off
     // on-chip memories, kept across layers (and across frames: the weight cache)
     static act_word_t act_ram[WPG][ACT_ROWS];
 #pragma HLS ARRAY_PARTITION variable=act_ram complete dim=1
@@ -100,65 +257,99 @@ inline void core(int li, bool load, zq::stream<wbeat_t, W_FIFO>& wq, zq::stream<
     static gap_t gap[GAP_ROWS][N_PE];
 #pragma HLS ARRAY_PARTITION variable=gap complete dim=2
     // the weight RAM's state across the layers of a frame
-    static int w_words;   // image words complete in the weight RAM
-    static int w_beat;    // beats of word w_words taken
-    static int w_rel;     // words the ring may overwrite
+    static word_t w_words;     // image words complete in the weight RAM
+    static wbeat_idx_t w_beat;  // beats of word w_words taken
+    static word_t w_rel;       // words the ring may overwrite
     if (li == 0) {
         w_words = (P::WEIGHT_CACHE && !load) ? P::IMAGE_WORDS : 0;
         w_beat = 0;
         w_rel = 0;
     }
 
+    // ---- the layer's constants (registers of their widths) ---------------------------------------
     const Layer L = decode(li);
-    const int lg_in = L.r.lg_in, lg_out = L.r.lg_out;
-    const int isz = 1 << lg_in, osz = 1 << lg_out;
-    const int rmask = (1 << L.r.src_lg_rows) - 1;
-    const int ring = 1 << L.r.src_lg_rows;
-    const int lg_cstride = L.r.src_lg_rows + lg_in;        // rows between channel-word rows of the source
-    const int taps_chunks = L.k * L.k * L.r.ci_chunks;     // steps per pixel (outside the loop: one multiply)
-    const int n_bands = 1 << (lg_out - L.r.lg_band);
-    const bool sgn = L.r.src_signed != 0;
-    const bool from_stem = L.r.src_kind == S::SRC_STEM;
-    const bool to_act = L.r.dst_kind == S::DST_ACT, to_ddr = L.r.dst_kind == S::DST_DDR;
+    const lg_t lg_in = L.r.lg_in, lg_out = L.r.lg_out, lg_band = L.r.lg_band, s2 = L.r.s2;
+    const lg_t lg_cstride = L.r.src_lg_rows + lg_in;      // rows between channel-word rows of the source
+    const map_t isz_m1 = (map_t(1) << lg_in) - 1, osz_m1 = (map_t(1) << lg_out) - 1;
+    const map_t rmask = (map_t(1) << (int)L.r.src_lg_rows) - 1;
+    const map_t ring = map_t(1) << (int)L.r.src_lg_rows;
+    const map_t in_h_m1 = L.in_h - 1;
+    const coord_t pad = L.pad;
+    const tap_t k_m1 = L.k - 1;
+    const chunk_t c_m1 = L.r.ci_chunks - 1;
+    const step_t taps_m1 = L.r.w_blk - 2;                 // steps per pixel - 1 (k * k * ci_chunks - 1)
+    const step_t w_blk = L.r.w_blk;
+    const grp_t g_m1 = L.r.co_groups - 1;
+    const nvalid_t co_last = L.r.co_last;
+    const map_t band_rows = map_t(1) << lg_band;          // output rows per band (R)
+    const map_t bands_m1 = (map_t(1) << (lg_out - lg_band)) - 1;
+    const opix_t band_px = opix_t(band_rows) << lg_out;   // output pixels per band
+    const band_lim_t rs = band_step(L);                  // input rows from one band to the next
+    const act_addr_t src_base = L.r.src_base;
+    const units_t units_m1 = L.n_units - 1;
+    const bool ring_fed = L.ring_fed, from_stem = L.r.src_kind == S::SRC_STEM, w_res = L.r.w_res;
+    const bool to_act = L.r.dst_kind == S::DST_ACT;
+    const word_t w_off = L.r.w_off, w_first_end = w_off + w_blk;  // block 0's words [w_off, w_first_end)
+    // the destination banks: bank b holds channel word dst_w[b] of a group, in rows dst_r0[b] + g
+    bank_t dst_w[WPG];
+    act_addr_t dst_r0[WPG];
+#pragma HLS ARRAY_PARTITION variable=dst_w complete
+#pragma HLS ARRAY_PARTITION variable=dst_r0 complete
+    for (int b = 0; b < WPG; b++) {
+#pragma HLS UNROLL
+        dst_w[b] = (b - (int)L.r.dst_cw0) & (WPG - 1);
+        dst_r0[b] = ((int)L.r.dst_cw0 + dst_w[b]) >> LG_WPG;
+    }
 
-    // the MAC sequence: band, group (block), then pixel, ky, kx, chunk
-    int band = 0, g = 0, start = L.r.w_off;
+    // ---- the control's state ----------------------------------------------------------------------
+    // the MAC sequence: band, group (block), then pixel (oy, ox), ky, kx, chunk c
+    map_t band = 0;
+    grp_t g = 0;
+    word_t start = w_off, blk_end = w_first_end;           // block g's words [start, blk_end)
     bool in_block = false, steps_done = false;
-    int need = need_rows(L, 0);
-    int ox = 0, oy = 0, ky = 0, kx = 0, c = 0, step = 0, wsl = 0, pix_dst = 0, valid = N_PE;
+    bool g_last = g_m1 == 0, band_last = bands_m1 == 0;
+    map_t ox = 0, oy = 0;
+    tap_t ky = 0, kx = 0;
+    chunk_t c = 0;
+    step_t step = 0;
+    wslot_t wsl = 0;                                       // the weight word of this step
+    opix_t pix = 0, band_pix0 = 0;                         // the step's output pixel; the band's first
+    map_t band_oy0 = 0, last_oy = band_rows - 1;           // the band's first and last output rows
+    nvalid_t valid = g_last ? co_last : nvalid_t(N_PE);
+    // the band limits, a band ahead (zq_layer.h)
+    map_t need = clamp_rows(L, need_raw0(L));              // input rows this band needs
+    map_t rel = clamp_rows(L, rel_raw0(L));                // input rows released after it
+    band_lim_t need_nx = need_raw0(L) + rs, rel_nx = rel_raw0(L) + rs;  // the next band's, unclamped
+
+    // the input ring: the next unit (row f_y, unit f_u, column f_x)
+    map_t f_y = 0, f_x = 0;
+    units_t f_u = 0;
+    bool ring_done = !ring_fed;
+    map_t rows_in = 0;     // rows complete in the ring
+    map_t rows_rel = 0;    // rows the ring may overwrite
+    // the guards' delay lines: rows and words readable, ring and weight-RAM slots free (the limit)
+    Delayed<map_t, AVAIL_GUARD> rows_ok;
+    Delayed<word_t, AVAIL_GUARD> words_ok;
+    Delayed<band_lim_t, ROW_RELEASE_GUARD> rows_lim;
+    Delayed<word_t, RELEASE_GUARD> words_lim;
+    rows_ok.reset(0);
+    words_ok.reset(w_words);
+    rows_lim.reset(ring);
+    words_lim.reset(w_rel + WRING);
+
+    // the datapath's state
     acc_t acc[N_PE], bias[N_PE];
     gap_t gsum[N_PE];
 #pragma HLS ARRAY_PARTITION variable=acc complete
 #pragma HLS ARRAY_PARTITION variable=bias complete
 #pragma HLS ARRAY_PARTITION variable=gsum complete
-    int dst_row[WPG], dst_w[WPG];
-    bool dst_en[WPG];
-#pragma HLS ARRAY_PARTITION variable=dst_row complete
-#pragma HLS ARRAY_PARTITION variable=dst_w complete
-#pragma HLS ARRAY_PARTITION variable=dst_en complete
     for (int pe = 0; pe < N_PE; pe++) {
 #pragma HLS UNROLL
         acc[pe] = 0;
         bias[pe] = 0;
         gsum[pe] = 0;
     }
-    for (int b = 0; b < WPG; b++) {
-#pragma HLS UNROLL
-        dst_row[b] = 0;
-        dst_w[b] = 0;
-        dst_en[b] = false;
-    }
-
-    // the input ring: the next unit (row f_y, unit f_u, column f_x)
-    int f_y = 0, f_u = 0, f_x = 0;
-    int rows_in = 0;     // rows complete in the ring
-    int rows_rel = 0;    // rows the ring may overwrite
-    Delayed<AVAIL_GUARD> rows_ok, words_ok;
-    Delayed<RELEASE_GUARD> rows_free, words_free;
-    rows_ok.reset(0);
-    words_ok.reset(w_words);
-    rows_free.reset(0);
-    words_free.reset(w_rel);
+    ZQ_PIPE(StepOp, pipe);
 
     ZQ_COUNT_ENTRY(C_CORE, li);
 CORE:
@@ -169,12 +360,17 @@ CORE:
 #pragma HLS DEPENDENCE variable=wbuf inter false
         ZQ_COUNT(C_CORE, li);
         bool progress = false;
+        const bool ring_was_done = ring_done, steps_were_done = steps_done;
+        StepOp op;
 
-        // ---- 1. a weight beat into its word's slot --------------------------------------------
-        if (w_words < P::IMAGE_WORDS && (P::WEIGHT_CACHE || w_words < words_free.out() + WRING)) {
-            wbeat_t wb;
+        // ---- 1. a weight beat for its word's slot ---------------------------------------------
+        bool w_take = false;
+        wbeat_t wb;
+        const wslot_t w_slot = slot_of(w_words);
+        const wbeat_idx_t w_at = w_beat;
+        if (w_words < P::IMAGE_WORDS && (P::WEIGHT_CACHE || w_words < words_lim.out())) {
             if (wq.read_nb(wb)) {
-                wbuf[wslot(w_words)][w_beat] = wb;
+                w_take = true;
                 ZQ_COUNT(C_W_BEATS, li);
                 if (w_beat == BPW - 1) {
                     w_beat = 0;
@@ -187,34 +383,22 @@ CORE:
         }
 
         // ---- 2. the MAC array: a block's bias step, or a MAC step -------------------------------
-        bool res_act = false;           // a result takes the activation RAM's write port
-        act_word_t res_word[WPG];
-#pragma HLS ARRAY_PARTITION variable=res_word complete
         if (!steps_done && !in_block) {
-            const bool rows_there = !L.ring_fed || need <= rows_ok.out();
-            const bool words_there = start + L.r.w_blk <= words_ok.out();
+            const bool rows_there = !ring_fed || need <= rows_ok.out();
+            const bool words_there = blk_end <= words_ok.out();
             if (rows_there && words_there) {
                 ZQ_COUNT(C_BIAS, li);
-                bias_of(wbuf[wslot(start)], bias);
-                valid = g == L.r.co_groups - 1 ? L.r.co_last : N_PE;
-                const int nwords = (valid + N_CI - 1) >> LG_CI;
-                const int cw0g = L.r.dst_cw0 + (g << LG_WPG);
-                for (int b = 0; b < WPG; b++) {
-#pragma HLS UNROLL
-                    const int w = (b - L.r.dst_cw0) & (WPG - 1);
-                    dst_w[b] = w;
-                    dst_en[b] = w < nwords;
-                    dst_row[b] = L.r.dst_base + (((cw0g + w) >> LG_WPG) << (2 * lg_out));
-                }
-                for (int pe = 0; pe < N_PE; pe++) {
-#pragma HLS UNROLL
-                    gsum[pe] = 0;
-                }
+                op.bias = true;
+                op.wslot = slot_of(start);
+                op.g = g;
+                op.valid = valid;
                 in_block = true;
-                oy = band << L.r.lg_band;
-                ox = ky = kx = c = step = 0;
-                wsl = wslot(start + 1);
-                pix_dst = oy << lg_out;
+                oy = band_oy0;
+                ox = ky = kx = 0;
+                c = 0;
+                step = 0;
+                wsl = next_slot(op.wslot);
+                pix = band_pix0;
                 progress = true;
             } else if (!rows_there) {
                 ZQ_COUNT(C_WAIT_ROWS, li);
@@ -223,63 +407,32 @@ CORE:
             }
         } else if (!steps_done) {
             ZQ_COUNT(C_MAC, li);
-            const bool first = step == 0;
-            const bool last = step == taps_chunks - 1;
+            const bool last = step == taps_m1;
+            const bool ox_last = ox == osz_m1;
+            const bool block_end = last && ox_last && oy == last_oy;
             // the input word: pixel (oy*s + ky - pad, ox*s + kx - pad), channel word c; zero outside
-            const int iy = (oy << L.r.s2) + ky - L.pad;
-            const int ix = (ox << L.r.s2) + kx - L.pad;
-            const bool inb = iy >= 0 && iy < L.in_h && ix >= 0 && ix < isz;
-            const int row = L.r.src_base + ((c >> LG_WPG) << lg_cstride) + ((iy & rmask) << lg_in) + (ix & (isz - 1));
-            const act_word_t xw = act_ram[c & (WPG - 1)][inb ? row : 0];
-            mac_step(xw, inb, sgn, wbuf[wsl], first, bias, acc);
-
-            if (last) {
-                ZQ_COUNT(C_RESULTS, li);
-                y_t y[N_PE];
-#pragma HLS ARRAY_PARTITION variable=y complete
-                for (int pe = 0; pe < N_PE; pe++) {
-#pragma HLS UNROLL
-                    y[pe] = pe < valid ? requantize(acc[pe], L) : y_t(0);
-                }
-                if (to_act) {
-                    res_act = true;
-                    for (int b = 0; b < WPG; b++) {
-#pragma HLS UNROLL
-                        act_word_t wd = word_zero();
-                        for (int l = 0; l < N_CI; l++) {
-#pragma HLS UNROLL
-                            lane_set(wd, l, (unsigned)(int)y[(dst_w[b] * N_CI + l) & (N_PE - 1)] & 0xFF);
-                        }
-                        res_word[b] = wd;
-                    }
-                } else if (to_ddr) {
-                    unit_t u = unit_zero();
-                    for (int pe = 0; pe < N_PE; pe++) {
-#pragma HLS UNROLL
-                        unit_set_byte(u, pe, (unsigned)(int)y[pe] & 0xFF);
-                    }
-                    oq.write(u);  // blocks while the DDR writer's FIFO is full
-                } else {
-                    for (int pe = 0; pe < N_PE; pe++) {
-#pragma HLS UNROLL
-                        gsum[pe] += y[pe];
-                    }
-                }
-            }
-            if (res_act) {  // the result's rows before the counters move on (pix_dst of this pixel)
-                for (int b = 0; b < WPG; b++) {
-#pragma HLS UNROLL
-                    if (dst_en[b]) act_ram[b][dst_row[b] + pix_dst] = res_word[b];
-                }
-            }
+            const coord_t iy = coord_t(oy << s2) + ky - pad;
+            const coord_t ix = coord_t(ox << s2) + kx - pad;
+            op.mac = true;
+            op.first = step == 0;
+            op.last = last;
+            op.block_end = block_end;
+            op.inb = iy >= 0 && iy <= in_h_m1 && ix >= 0 && ix <= isz_m1;
+            op.row = op.inb ? act_addr_t(src_base + (act_addr_t(c >> LG_WPG) << lg_cstride) +
+                                         (act_addr_t(map_t(iy) & rmask) << lg_in) + act_addr_t(map_t(ix) & isz_m1))
+                            : act_addr_t(0);
+            op.bank = c & (WPG - 1);
+            op.wslot = wsl;
+            op.g = g;
+            op.valid = valid;
+            op.pix = pix;
 
             // advance: chunk fastest, then kx, ky; then ox, oy; then the block, group, band
-            const bool block_end = last && ox == osz - 1 && oy == ((band + 1) << L.r.lg_band) - 1;
             if (last) {
                 step = 0;
-                wsl = wslot(start + 1);
-                pix_dst++;
-                if (ox == osz - 1) {
+                wsl = next_slot(slot_of(start));
+                pix++;
+                if (ox_last) {
                     ox = 0;
                     oy++;
                 } else {
@@ -287,13 +440,13 @@ CORE:
                 }
             } else {
                 step++;
-                wsl = P::WEIGHT_CACHE ? wsl + 1 : ((wsl + 1) & (WRING - 1));
+                wsl = next_slot(wsl);
             }
-            if (c == L.r.ci_chunks - 1) {
+            if (c == c_m1) {
                 c = 0;
-                if (kx == L.k - 1) {
+                if (kx == k_m1) {
                     kx = 0;
-                    ky = ky == L.k - 1 ? 0 : ky + 1;
+                    ky = ky == k_m1 ? tap_t(0) : tap_t(ky + 1);
                 } else {
                     kx++;
                 }
@@ -302,49 +455,56 @@ CORE:
             }
             if (block_end) {
                 in_block = false;
-                if (L.r.dst_kind == S::DST_GAP) {
-                    for (int pe = 0; pe < N_PE; pe++) {
-#pragma HLS UNROLL
-                        gap[L.r.dst_cg0 + g][pe] = gsum[pe];
-                    }
-                }
-                if (!L.r.w_res) w_rel = start + L.r.w_blk;
-                if (g == L.r.co_groups - 1) {
+                if (!w_res) ZQ_STORE(pipe, w_rel, blk_end);  // the block's words are released
+                if (g_last) {
                     g = 0;
-                    start = L.r.w_off;
-                    rows_rel = released_rows(L, band);
-                    if (band == n_bands - 1) {
+                    start = w_off;
+                    blk_end = w_first_end;
+                    ZQ_STORE(pipe, rows_rel, rel);  // the rows the next band no longer needs
+                    if (band_last) {
                         steps_done = true;
                     } else {
                         band++;
-                        need = need_rows(L, band);
+                        band_last = band == bands_m1;
+                        band_oy0 += band_rows;
+                        last_oy += band_rows;
+                        band_pix0 += band_px;
+                        need = clamp_rows(L, need_nx);
+                        rel = clamp_rows(L, rel_nx);
+                        need_nx += rs;
+                        rel_nx += rs;
                     }
                 } else {
                     g++;
-                    start += L.r.w_blk;
+                    start = blk_end;
+                    blk_end += w_blk;
                 }
+                g_last = g == g_m1;
+                valid = g_last ? co_last : nvalid_t(N_PE);
             }
             progress = true;
         }
 
-        // ---- 3. a unit of the input ring into its row (when no result takes the write port) ----
-        if (L.ring_fed && f_y < L.in_h && f_y < rows_free.out() + ring) {
-            if (res_act) {
+        // ---- 3. a unit of the input ring for its row (when no result takes the store port) -------
+        const bool res_port = op.mac && op.last && to_act;
+        if (!ring_done && f_y < rows_lim.out()) {
+            if (res_port) {
                 ZQ_COUNT(C_PORT_BUSY, li);
             } else {
                 unit_t u;
                 const bool got = from_stem ? sq.read_nb(u) : fq.read_nb(u);
                 if (got) {
                     ZQ_COUNT(C_UNITS, li);
-                    const int frow = L.r.src_base + (f_u << lg_cstride) + ((f_y & rmask) << lg_in) + f_x;
-                    for (int b = 0; b < WPG; b++) {
-#pragma HLS UNROLL
-                        if (!from_stem || f_u * WPG + b < P::IN_WORDS) act_ram[b][frow] = unit_word(u, b);
-                    }
-                    if (f_x == isz - 1) {
+                    op.unit = true;
+                    op.unit_row = src_base + (act_addr_t(f_u) << lg_cstride) + (act_addr_t(f_y & rmask) << lg_in) +
+                                  act_addr_t(f_x);
+                    op.unit_u = f_u;
+                    op.unit_data = u;
+                    if (f_x == isz_m1) {
                         f_x = 0;
-                        if (f_u == L.n_units - 1) {
+                        if (f_u == units_m1) {
                             f_u = 0;
+                            ring_done = f_y == in_h_m1;
                             f_y++;
                             rows_in = f_y;
                         } else {
@@ -358,21 +518,32 @@ CORE:
             }
         }
 
-        // ---- 4. the guards' delay lines; the end; a cycle that changed nothing ------------------
-        const bool moving = rows_ok.shift(rows_in) | words_ok.shift(w_words) | rows_free.shift(rows_rel) |
-                            words_free.shift(w_rel);
-        if (steps_done && (!L.ring_fed || f_y == L.in_h)) break;
-        if (steps_done) ZQ_COUNT(C_TAIL, li);
+        // ---- 4. the datapath, then the weight beat's store (one store per weight-RAM bank) ------
+        datapath(li, ZQ_PASS(pipe, op), L, act_ram, wbuf, gap, acc, bias, gsum, dst_w, dst_r0, oq, pipe);
+        if (w_take) ZQ_STORE(pipe, wbuf[w_slot][w_at], wb);  // bank w_at of the slot
+        ZQ_END_ITERATION(pipe);
+
+        // ---- 5. the guards' delay lines; the end (on registered flags); a cycle that changed nothing
+        const bool moving = rows_ok.shift(rows_in) | words_ok.shift(w_words) | rows_lim.shift(rows_rel + ring) |
+                            words_lim.shift(w_rel + WRING);
+        if (steps_done && ring_was_done) break;
+        if (steps_were_done) ZQ_COUNT(C_TAIL, li);
 #ifndef __SYNTHESIS__
-        if (!progress && !moving) {
+#if !ZQ_HLS_STREAMS
+        const bool idle = !progress && !moving && !pipe.pending();
+#else
+        const bool idle = !progress && !moving;
+#endif
+        if (idle) {
             ZQ_IDLE(([&]() -> std::string {
                         char buf[300];
                         snprintf(buf, sizeof buf,
                                  "layer %d: %s block %d of band %d needs input rows 0..%d (%d in the ring, "
                                  "%d released, next unit is row %d) and weight words up to %d (%d in the "
                                  "weight RAM, %d released, %d slots)",
-                                 li, steps_done ? "done, taking the ring's last units;" : "before", g, band,
-                                 need - 1, rows_in, rows_rel, f_y, start + L.r.w_blk, w_words, w_rel, WRING);
+                                 li, steps_done ? "done, taking the ring's last units;" : "before", (int)g,
+                                 (int)band, (int)need - 1, (int)rows_in, (int)rows_rel, (int)f_y, (int)blk_end,
+                                 (int)w_words, (int)w_rel, WRING);
                         return std::string(buf);
                     }),
                     &wq, &sq, &fq, &oq);
@@ -381,6 +552,14 @@ CORE:
 #endif
         ZQ_TICK();
     }
+#if !ZQ_HLS_STREAMS
+    // the hazard C simulation: the steps and stores still in flight (the pipeline's drain)
+    while (pipe.pending()) {
+        datapath(li, pipe.pass(StepOp()), L, act_ram, wbuf, gap, acc, bias, gsum, dst_w, dst_r0, oq, pipe);
+        pipe.end_iteration();
+        ZQ_TICK();
+    }
+#endif
     if (L.r.w_res) w_rel = L.r.w_off + L.r.co_groups * L.r.w_blk;  // a resident layer's blocks, at its end
 
     // ---- after the last layer: the logits ----------------------------------------------------------

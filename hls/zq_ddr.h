@@ -85,9 +85,10 @@ FILL:
 
 // The process: a ring-fed layer's DDR input, every row of every channel group.
 inline void fill_reader(int li, const ddr_t* act, zq::stream<unit_t, FILL_FIFO>& out) {
+#pragma HLS INLINE off
     const Layer L = decode(li);
     if (L.r.src_kind != S::SRC_DDR) return;
-    const int bl = burst_len(fill_lg_run(L.r));
+    const int bl = burst_len(fill_lg_run(P::LAYERS[li]));
     if (fill_uses(16) && bl == 16) fill_bursts<16>(act, li, L, out);
     else if (fill_uses(8) && bl == 8) fill_bursts<8>(act, li, L, out);
     else if (fill_uses(4) && bl == 4) fill_bursts<4>(act, li, L, out);
@@ -99,7 +100,7 @@ inline void fill_reader(int li, const ddr_t* act, zq::stream<unit_t, FILL_FIFO>&
 template <int BL>
 void write_bursts(ddr_t* act, int li, const Layer& L, zq::stream<unit_t, OUT_FIFO>& in) {
     const int lg_out = L.r.lg_out;
-    const int lg_run = write_lg_run(L.r);
+    const int lg_run = write_lg_run(P::LAYERS[li]);
     const int per_run = (1 << lg_run) / BL;          // bursts per run (band of one group)
     const int n_bands = 1 << (lg_out - L.r.lg_band);
     const int n = (n_bands * L.r.co_groups) * per_run;
@@ -138,9 +139,10 @@ DDR_WRITE:
 
 // The process: a layer's results bound for DDR, in the order the core produces them.
 inline void ddr_writer(int li, ddr_t* act, zq::stream<unit_t, OUT_FIFO>& in) {
+#pragma HLS INLINE off
     const Layer L = decode(li);
     if (L.r.dst_kind != S::DST_DDR) return;
-    const int bl = burst_len(write_lg_run(L.r));
+    const int bl = burst_len(write_lg_run(P::LAYERS[li]));
     if (write_uses(16) && bl == 16) write_bursts<16>(act, li, L, in);
     else if (write_uses(8) && bl == 8) write_bursts<8>(act, li, L, in);
     else if (write_uses(4) && bl == 4) write_bursts<4>(act, li, L, in);

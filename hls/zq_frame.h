@@ -36,6 +36,7 @@ namespace zq {
 // One layer: the DDR fill, the core and the DDR writer side by side.
 inline void layer_region(int li, bool load, ddr_t* act, zq::stream<wbeat_t, W_FIFO>& wq,
                          zq::stream<unit_t, STEM_FIFO>& sq, zq::stream<logit_t, LOGIT_FIFO>& lq) {
+#pragma HLS INLINE off
 #pragma HLS DATAFLOW
     zq::stream<unit_t, FILL_FIFO> fq("fill_units");
     zq::stream<unit_t, OUT_FIFO> oq("out_units");
@@ -51,8 +52,12 @@ inline void layer_region(int li, bool load, ddr_t* act, zq::stream<wbeat_t, W_FI
 // The process that runs the layers one region after the other.
 inline void layers(ddr_t* act, bool load, zq::stream<wbeat_t, W_FIFO>& wq, zq::stream<unit_t, STEM_FIFO>& sq,
                    zq::stream<logit_t, LOGIT_FIFO>& lq) {
+#pragma HLS INLINE off
 LAYERS:
     for (int li = 0; li < P::N_LAYERS; li++) {
+        // one region after the other, never overlapped: a pipelined caller could restart a
+        // dataflow region before its processes end (UG1399)
+#pragma HLS PIPELINE off
 #if !ZQ_HLS_STREAMS
         const long long t0 = zq_csim::cycle();
 #endif
@@ -68,6 +73,7 @@ LAYERS:
 // flags, n_out: the frame's status flags and the frames answered.
 inline void run_frame(hls::stream<zq_axis_in>& s_in, hls::stream<zq_axis_out>& m_out, const ddr_t* wts, ddr_t* act,
                       bool load, ap_uint<8>& flags, int& n_out) {
+#pragma HLS INLINE off
 #pragma HLS DATAFLOW
     zq::stream<wbeat_t, W_FIFO> wq("w_beats");
     zq::stream<unit_t, STEM_FIFO> sq("stem_units");

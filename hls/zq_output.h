@@ -44,6 +44,7 @@ ERROR_FRAMES:
 // The process. flags: the frame's status flags; n_out: frames answered.
 inline void output(zq::stream<logit_t, LOGIT_FIFO>& lq, zq::stream<InStatus, 2>& sq, hls::stream<zq_axis_out>& m_out,
                    ap_uint<8>& flags, int& n_out) {
+#pragma HLS INLINE off
     const InStatus st = sq.read();
     const bool ok = st.flags == 0;
     ZQ_COUNT_ENTRY(C_OUT, FRAME_ROW);

@@ -4,6 +4,8 @@
 #ifndef ZQ_SPEC_H
 #define ZQ_SPEC_H
 
+#include <ap_int.h>
+
 namespace zq_spec {
 
 constexpr int SPEC_VERSION = 3;
@@ -36,16 +38,22 @@ constexpr int AXI_LINE_BYTES = 128;
 constexpr int RTL_PIPE_ADDR = 3;
 constexpr int RTL_PIPE_READ = 3;
 constexpr int RTL_PIPE_MAC = 8;
-constexpr int RTL_PIPE_REQUANT = 4;
+constexpr int RTL_PIPE_REQUANT = 5;
 constexpr int RTL_PIPE_WRITEBACK = 1;
-constexpr int RTL_PIPE_DEPTH = 19;
+constexpr int RTL_PIPE_DEPTH = 20;
 constexpr int RTL_OUT_FIFO_UNITS = 64;
-constexpr int RTL_OUT_FIFO_MARGIN = 24;
+constexpr int RTL_OUT_FIFO_MARGIN = 25;
 constexpr int RTL_LAYER_DRAIN = 4;
 constexpr int RTL_LUT_MUL_LAT = 4;
 constexpr int PATH_1 = 1;
 constexpr int PATH_2 = 2;
 constexpr int PATH_BOTH = 3;
+constexpr int GAP_ROUND_HALF_UP = 0;
+constexpr int GAP_ROUND_FLOOR = 1;
+constexpr int GAP_ROUND_HALF_EVEN = 2;
+constexpr int GAP_ROUND_HALF_AWAY = 3;
+constexpr int HLS_CORE_DEPTH = 15;
+constexpr int HLS_GUARD = 31;
 
 // Status register bits (STATUS_BITS)
 constexpr unsigned STATUS_SHORT_FRAME = 1u << 0;  // TLAST came before the frame's last beat
@@ -156,6 +164,106 @@ enum RowField {
     ROW_SRC_PATH_LSB = 274, ROW_SRC_PATH_BITS = 2,
     ROW_DST_PATH_LSB = 276, ROW_DST_PATH_BITS = 2,
 };
+
+// The row in registers of the spec's widths (what the engine's counters and comparisons use):
+// one type per field, LayerRegs, and layer_regs() converting a LayerRow.
+typedef ap_uint<5> row_lg_in_t;
+typedef ap_uint<5> row_lg_out_t;
+typedef ap_uint<1> row_k3_t;
+typedef ap_uint<1> row_s2_t;
+typedef ap_uint<10> row_ci_chunks_t;
+typedef ap_uint<10> row_co_groups_t;
+typedef ap_uint<7> row_co_last_t;
+typedef ap_uint<5> row_lg_band_t;
+typedef ap_int<7> row_shift_t;
+typedef ap_uint<1> row_relu_t;
+typedef ap_int<18> row_out_lo_t;
+typedef ap_int<18> row_out_hi_t;
+typedef ap_uint<2> row_src_kind_t;
+typedef ap_uint<1> row_src_signed_t;
+typedef ap_uint<20> row_src_base_t;
+typedef ap_uint<5> row_src_lg_rows_t;
+typedef ap_uint<8> row_src_cgrps_t;
+typedef ap_uint<32> row_src_ddr_t;
+typedef ap_uint<2> row_dst_kind_t;
+typedef ap_uint<20> row_dst_base_t;
+typedef ap_uint<10> row_dst_cw0_t;
+typedef ap_uint<8> row_dst_cg0_t;
+typedef ap_uint<8> row_dst_cgrps_t;
+typedef ap_uint<32> row_dst_ddr_t;
+typedef ap_uint<24> row_w_off_t;
+typedef ap_uint<12> row_w_blk_t;
+typedef ap_uint<1> row_w_res_t;
+typedef ap_uint<1> row_rd_wait_t;
+typedef ap_uint<2> row_src_path_t;
+typedef ap_uint<2> row_dst_path_t;
+struct LayerRegs {
+    row_lg_in_t lg_in;
+    row_lg_out_t lg_out;
+    row_k3_t k3;
+    row_s2_t s2;
+    row_ci_chunks_t ci_chunks;
+    row_co_groups_t co_groups;
+    row_co_last_t co_last;
+    row_lg_band_t lg_band;
+    row_shift_t shift;
+    row_relu_t relu;
+    row_out_lo_t out_lo;
+    row_out_hi_t out_hi;
+    row_src_kind_t src_kind;
+    row_src_signed_t src_signed;
+    row_src_base_t src_base;
+    row_src_lg_rows_t src_lg_rows;
+    row_src_cgrps_t src_cgrps;
+    row_src_ddr_t src_ddr;
+    row_dst_kind_t dst_kind;
+    row_dst_base_t dst_base;
+    row_dst_cw0_t dst_cw0;
+    row_dst_cg0_t dst_cg0;
+    row_dst_cgrps_t dst_cgrps;
+    row_dst_ddr_t dst_ddr;
+    row_w_off_t w_off;
+    row_w_blk_t w_blk;
+    row_w_res_t w_res;
+    row_rd_wait_t rd_wait;
+    row_src_path_t src_path;
+    row_dst_path_t dst_path;
+};
+inline LayerRegs layer_regs(const LayerRow& r) {
+#pragma HLS INLINE
+    LayerRegs g;
+    g.lg_in = r.lg_in;
+    g.lg_out = r.lg_out;
+    g.k3 = r.k3;
+    g.s2 = r.s2;
+    g.ci_chunks = r.ci_chunks;
+    g.co_groups = r.co_groups;
+    g.co_last = r.co_last;
+    g.lg_band = r.lg_band;
+    g.shift = r.shift;
+    g.relu = r.relu;
+    g.out_lo = r.out_lo;
+    g.out_hi = r.out_hi;
+    g.src_kind = r.src_kind;
+    g.src_signed = r.src_signed;
+    g.src_base = r.src_base;
+    g.src_lg_rows = r.src_lg_rows;
+    g.src_cgrps = r.src_cgrps;
+    g.src_ddr = r.src_ddr;
+    g.dst_kind = r.dst_kind;
+    g.dst_base = r.dst_base;
+    g.dst_cw0 = r.dst_cw0;
+    g.dst_cg0 = r.dst_cg0;
+    g.dst_cgrps = r.dst_cgrps;
+    g.dst_ddr = r.dst_ddr;
+    g.w_off = r.w_off;
+    g.w_blk = r.w_blk;
+    g.w_res = r.w_res;
+    g.rd_wait = r.rd_wait;
+    g.src_path = r.src_path;
+    g.dst_path = r.dst_path;
+    return g;
+}
 
 }  // namespace zq_spec
 

@@ -220,6 +220,7 @@ inline int stem_last_raw(int ys) {
 // raw rows; then the rest of the frame and the framing status.
 inline void stem(hls::stream<zq_axis_in>& s_in, zq::stream<unit_t, STEM_FIFO>& out,
                  zq::stream<InStatus, 2>& status) {
+#pragma HLS INLINE off
     static pix_t raw[P::RAW_RR][P::IN_SIZE];  // RAW_RR banks (row slots), a pixel per word
 #pragma HLS ARRAY_PARTITION variable=raw complete dim=1
     InState in;

@@ -208,6 +208,7 @@ void zq_top(hls::stream<zq_axis_in>& s_axis_in, hls::stream<zq_axis_out>& m_axis
 
 #ifndef __SYNTHESIS__
 void zq_csim_reset() { g_reset_pending = true; }
+int zq_csim_guard(int which) { return which == 0 ? zq::AVAIL_GUARD : zq::RELEASE_GUARD; }
 #endif
 
 #if defined(ZQ_COUNT_ITERATIONS) && !defined(__SYNTHESIS__)

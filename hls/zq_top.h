@@ -30,6 +30,8 @@ void zq_top(hls::stream<zq_axis_in>& s_axis_in, hls::stream<zq_axis_out>& m_axis
 // C simulation only: clear the static counters and the weight cache, as a
 // hardware reset (ap_rst_n) does; takes effect at the next call.
 void zq_csim_reset();
+// C simulation only: the core's guards in this build (0: AVAIL_GUARD, 1: RELEASE_GUARD).
+int zq_csim_guard(int which);
 #endif
 
 #if defined(ZQ_COUNT_ITERATIONS) && !defined(__SYNTHESIS__)

@@ -83,9 +83,22 @@ constexpr int STEM_FIFO = 32;  // stem units
 constexpr int FILL_FIFO = 32;  // DDR ring units
 constexpr int OUT_FIFO = 64;   // result units bound for DDR (as the RTL's zq_out_dma FIFO)
 constexpr int LOGIT_FIFO = 16;
-// Guards of the core's free-running loop (iterations), see zq_core.h.
-constexpr int AVAIL_GUARD = 16;   // a ring row or weight word written is read this many iterations later
-constexpr int RELEASE_GUARD = 4;  // a slot released is overwritten this many iterations later
+// Guards of the core's free-running loop (iterations), see zq_core.h: twice the stated depth of
+// its pipeline, plus one (spec HLS_CORE_DEPTH, HLS_GUARD). A C-simulation build may shorten them
+// (-DZQ_CSIM_GUARD=n, never under synthesis) to show what they guard (the hazard modes fail).
+#if defined(ZQ_CSIM_GUARD) && !defined(__SYNTHESIS__)
+constexpr int AVAIL_GUARD = ZQ_CSIM_GUARD;
+constexpr int RELEASE_GUARD = ZQ_CSIM_GUARD;
+#else
+constexpr int AVAIL_GUARD = S::HLS_GUARD;    // a ring row or weight word stored is read this many iterations later
+constexpr int RELEASE_GUARD = S::HLS_GUARD;  // a weight-RAM slot released is stored to this many iterations later
+#endif
+// A ring row's slot needs no such guard: its units reach the activation RAM through the one store
+// per bank that also writes the step's result, so that store comes after the step's reads in the
+// pipeline whatever Vitis's schedule, and a released row is overwritten at the earliest in the
+// next iteration (a weight beat's store does not depend on the reads: it may precede them).
+constexpr int ROW_RELEASE_GUARD = 1;
+static_assert(AVAIL_GUARD >= 1 && RELEASE_GUARD >= 1, "guards of at least one iteration");
 
 // ---- types ------------------------------------------------------------------------------
 typedef ap_uint<64> ddr_t;            // an m_axi beat
@@ -220,12 +233,6 @@ inline unsigned beat_byte(const wbeat_t& b, int k) {  // byte k (0..7) of a 64-b
 #else
     return b.range(8 * k + 7, 8 * k).to_uint();
 #endif
-}
-
-// The weight-RAM slot of image word i.
-inline int wslot(int i) {
-#pragma HLS INLINE
-    return P::WEIGHT_CACHE ? i : (i & (WRING - 1));
 }
 
 }  // namespace zq

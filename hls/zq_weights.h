@@ -45,6 +45,7 @@ HEADER:
 // The process: every word of the image after the header, beat by beat (`load`: this frame
 // streams the image; a frame of a weight-cache build whose cache holds it streams nothing).
 inline void weight_reader(const ddr_t* wts, bool load, zq::stream<wbeat_t, W_FIFO>& out) {
+#pragma HLS INLINE off
     if (!load) return;
     const ddr_t* words = wts + HDR_BEATS;  // base pointer of the words; the loop index walks them
     ZQ_COUNT_ENTRY(C_WLOAD, FRAME_ROW);

@@ -253,18 +253,15 @@ def resolve_backend(name: str | None, export: Export | None = None, bit=None) ->
     return key
 
 
-def open_pynq(export: Export, **options):
-    """The ``pynq`` backend is the board driver itself (:class:`~zynqflow.host.driver.ZqDriver`),
-    opened by :func:`zynqflow.host.board.open_board` (or on ``overlay=``, a loaded ``pynq.Overlay``)."""
-    from .board import open_board, open_on_overlay
+def _pynq_backend(export: Export, **options):
+    """The ``pynq`` backend is the board driver itself, from :func:`zynqflow.host.board.open_driver`
+    (the one way to get one; ``overlay=``: a loaded ``pynq.Overlay``, else the bitstream is loaded)."""
+    from .board import open_driver
 
-    if options.get("overlay") is not None:
-        return open_on_overlay(export, **options)
-    options.pop("overlay", None)
-    return open_board(export, **options)
+    return open_driver(export, **options)
 
 
-BUILTIN = {"golden": GoldenBackend, "pynq": open_pynq}
+BUILTIN = {"golden": GoldenBackend, "pynq": _pynq_backend}
 
 
 def backend_class(name: str) -> type:

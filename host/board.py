@@ -1,9 +1,13 @@
-"""The real board: ``pynq.Overlay`` + ``pynq.allocate`` behind :class:`~zynqflow.host.driver.ZqDriver`.
+"""The real board: ``pynq.Overlay`` + ``pynq.allocate`` behind :class:`~zynqflow.host.driver.ZqDriver`,
+and :func:`open_driver`, the one way to get a driver (on the board and in the simulations).
 
 On a PYNQ-Z2 (PYNQ image 3.x with pynq 3/4) after ``board/deploy.sh``::
 
     from zynqflow.host import Accelerator
     acc = Accelerator("/home/xilinx/zynqflow/zynqnet-mini", backend="pynq")
+    # or the driver itself:
+    from zynqflow.host.board import open_driver
+    drv = open_driver(Export("/home/xilinx/zynqflow/zynqnet-mini"))
 
 checks ``weights.bin`` against the manifest (before the board is touched),
 loads ``<net>_pynq-z2.bit`` (and its ``.hwh``) found beside the manifest or in
@@ -29,58 +33,35 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Callable
 
-from .errors import AcceleratorError, BackendError, ClockError
+from .config import DriverConfig
+from .driver import ZqDriver
+from .errors import BackendError, ClockError
 from .manifest import Export
 
 
+FPGA_MANAGERS = ("/sys/class/fpga_manager/fpga0", "/dev/xdevcfg")
+
+
 def on_board() -> bool:
-    """True on a Zynq running a PYNQ image (an FPGA manager and pynq importable)."""
+    """True on a Zynq running a PYNQ image (an FPGA manager, and pynq installed). pynq is found,
+    not imported: importing it takes seconds on the A9, and that happens later, under a progress
+    line (:func:`load_overlay`)."""
     if os.environ.get("ZQ_NO_BOARD"):
         return False
-    if not (Path("/sys/class/fpga_manager/fpga0").exists() or Path("/dev/xdevcfg").exists()):
+    if not any(Path(p).exists() for p in FPGA_MANAGERS):
         return False
+    import importlib.util
+
     try:
-        import pynq  # noqa: F401
-    except Exception:  # noqa: BLE001
+        return importlib.util.find_spec("pynq") is not None
+    except (ImportError, ValueError):
         return False
-    return True
-
-
-# ---- the overlay's IPs -----------------------------------------------------------------
-def find_ips(overlay, accel: str | None = None, dma: str | None = None) -> tuple[str, str]:
-    """Names of the engine and of the AXI DMA in ``overlay.ip_dict``."""
-    ips = getattr(overlay, "ip_dict", {}) or {}
-
-    def pick(explicit, key, what):
-        if explicit:
-            if explicit not in ips:
-                raise AcceleratorError(f"no IP '{explicit}' in the overlay (IPs: {', '.join(sorted(ips)) or 'none'})")
-            return explicit
-        hits = [n for n, d in ips.items() if f":{key}:" in str(d.get("type", "")) or n.split("/")[-1].startswith(key)]
-        if len(hits) != 1:
-            found = "none" if not hits else ", ".join(hits)
-            raise AcceleratorError(f"expected one {what} ({key}) in the overlay, found {found} "
-                                   f"(IPs: {', '.join(sorted(ips)) or 'none'}); name it explicitly")
-        return hits[0]
-
-    return pick(accel, "zq_top", "accelerator"), pick(dma, "axi_dma", "AXI DMA")
-
-
-def ip_driver(overlay, name: str, source: str):
-    """``getattr(overlay, name)`` (``a/b`` for hierarchies): pynq builds the IP's driver. pynq's
-    ``RuntimeError("Overlay not currently loaded")`` (another bitstream in the PL, e.g. after
-    ``--no-download``) becomes a :class:`BackendError` that says so."""
-    obj = overlay
-    try:
-        for part in name.split("/"):
-            obj = getattr(obj, part)
-    except RuntimeError as e:
-        raise BackendError(f"{source}: pynq cannot reach {name} ({e}): the PL holds another bitstream (the base "
-                           "overlay after a reboot?). Load this one: drop --no-download (download=True)") from e
-    return obj
 
 
 # ---- the PL clock -----------------------------------------------------------------
@@ -121,6 +102,48 @@ def _read_fclk(clocks) -> float | None:
     return float(v) if v else None
 
 
+def fclk_limit(timing=None, design_mhz: float | None = None) -> tuple[float | None, str]:
+    """The fastest FCLK0 the design may run at, and why: from the timing record (see
+    :func:`timing_record`), else the design's own clock (``design_mhz``, from the ``.hwh``);
+    (None, what was missing) when neither is known."""
+    rec, where = timing_record(timing)
+    if rec is not None:
+        limit = max_fclk_mhz(rec["fclk0_mhz"], rec["wns_ns"])
+        return limit, (f"{where}: implemented at {rec['fclk0_mhz']:g} MHz with a worst setup slack of "
+                       f"{rec['wns_ns']:g} ns, it meets at most {limit:.2f} MHz")
+    if design_mhz:
+        return float(design_mhz), f"no timing record ({where}): at most the design's own {float(design_mhz):g} MHz"
+    return None, f"no timing record ({where})"
+
+
+def hwh_design_mhz(hwh) -> float | None:
+    """FCLK0 as the ``.hwh`` file states it (the Zynq PS's ``PCW_ACT_FPGA0_PERIPHERAL_FREQMHZ``,
+    else ``PCW_FPGA0_PERIPHERAL_FREQMHZ``), read before pynq parses it; None if it has neither."""
+    try:
+        text = Path(hwh).read_text(errors="replace")
+    except OSError:
+        return None
+    for key in ("PCW_ACT_FPGA0_PERIPHERAL_FREQMHZ", "PCW_FPGA0_PERIPHERAL_FREQMHZ"):
+        m = re.search(rf'NAME="{key}"\s+VALUE="([0-9.]+)"', text)
+        if m:
+            return float(m.group(1))
+    return None
+
+
+def check_fclk_before_download(requested_mhz: float, bit) -> None:
+    """``--fclk-mhz`` against the bitstream's timing record (or its ``.hwh``'s clock) before the PL
+    is programmed: a clock that would be refused afterwards, or that nothing can check, is refused
+    now (:class:`ClockError`)."""
+    bit = Path(bit)
+    limit, why = fclk_limit(bit.with_suffix(".json"), hwh_design_mhz(bit.with_suffix(".hwh")))
+    if limit is None:
+        raise ClockError(f"fclk0 {requested_mhz:g} MHz refused before loading {bit.name}: {why} and no design "
+                         "clock in its .hwh, so no clock can be checked; copy the timing record board/bitstream.sh "
+                         "wrote beside the bitstream")
+    if requested_mhz > limit * (1 + 1e-9):
+        raise ClockError(f"fclk0 {requested_mhz:g} MHz refused before loading {bit.name}: {why}")
+
+
 def configure_fclk(clocks, requested_mhz: float | None = None, *, timing=None, design_mhz: float | None = None) -> dict:
     """Read FCLK0 through ``clocks`` (``pynq.ps.Clocks``, or the simulation's) and, with
     ``requested_mhz``, set it first. Refuses (:class:`ClockError`, naming both numbers) a
@@ -129,23 +152,14 @@ def configure_fclk(clocks, requested_mhz: float | None = None, *, timing=None, d
     give a clock other than the one asked for: the clock read back is checked too (and the
     previous one restored if it is above the limit).
     Returns {"fclk_mhz": the clock now, "requested_mhz", "limit_mhz", "limit_from"}."""
-    rec, where = timing_record(timing)
-    if rec is not None:
-        limit = max_fclk_mhz(rec["fclk0_mhz"], rec["wns_ns"])
-        why = (f"{where}: implemented at {rec['fclk0_mhz']:g} MHz with a worst setup slack of {rec['wns_ns']:g} ns, "
-               f"it meets at most {limit:.2f} MHz")
-    elif design_mhz:
-        limit = float(design_mhz)
-        why = f"no timing record ({where}): at most the design's own {limit:g} MHz"
-    else:
-        limit, why = None, ""
+    limit, why = fclk_limit(timing, design_mhz)
     before = _read_fclk(clocks)
     if limit is None:
         if before is None:
-            raise ClockError(f"no timing record ({where}), no design clock and fclk0 unreadable: a clock cannot "
-                             "be checked; pass the bitstream's timing record")
+            raise ClockError(f"{why}, no design clock and fclk0 unreadable: a clock cannot be checked; pass the "
+                             "bitstream's timing record")
         limit = before
-        why = f"no timing record ({where}) and no design clock in the .hwh: at most the clock loaded now ({before:g} MHz)"
+        why = f"{why} and no design clock in the .hwh: at most the clock loaded now ({before:g} MHz)"
     if requested_mhz is not None:
         req = float(requested_mhz)
         if not req > 0:
@@ -231,25 +245,31 @@ def load_overlay(bit_path, download: bool = True, progress: bool = False):
         raise BackendError(f"pynq.Overlay({bit_path}) failed: {type(e).__name__}: {e}") from e
 
 
-def open_driver(ol, export: Export, *, allocate, clocks, raw_mmio=None, clock=time.monotonic,
-                timing=None, fclk_mhz: float | None = None, config=None, outside_clock=None, **options):
-    """The open sequence, the same on the board and in the simulations: read (and set,
-    ``fclk_mhz``) the PL clock, checked against ``timing`` or the design's own clock
-    (:func:`configure_fclk`, :func:`design_fclk_mhz`), then a :class:`ZqDriver` on the overlay.
-    ``config``: a :class:`~zynqflow.host.driver.DriverConfig` (or its fields as ``options``)."""
-    from .driver import DriverConfig, ZqDriver
+@dataclass
+class Platform:
+    """What a driver needs beside the overlay: pynq's on the board (:func:`pynq_platform`), a
+    simulation's elsewhere (``zynqflow.sim``). ``allocate``: ``pynq.allocate``; ``clocks``:
+    ``pynq.ps.Clocks``; ``raw_mmio(ip)``: an MMIO over an IP without its pynq driver (a DMA or engine
+    an earlier process left running is brought back before anything is allocated; None: not
+    done); ``clock``: seconds (``time.monotonic``, or simulated time); ``timing``: the bitstream's
+    timing record (see :func:`timing_record`); ``outside_clock``: wall time spent outside the host
+    (a simulator); ``source``: what holds the engine, for messages; ``simulated``: ``clock`` is
+    simulated time."""
 
-    clk = configure_fclk(clocks, fclk_mhz, timing=timing, design_mhz=design_fclk_mhz(ol))
-    cfg = (config or DriverConfig()).but(**options, fclk_hz=clk["fclk_mhz"] * 1e6)
-    drv = ZqDriver(ol, allocate, export, cfg, clock=clock, raw_mmio=raw_mmio, outside_clock=outside_clock)
-    drv.clock_info = clk
-    return drv
+    allocate: Callable
+    clocks: Any
+    raw_mmio: Callable[[str], Any] | None = None
+    clock: Callable[[], float] = time.monotonic
+    timing: Any = None
+    outside_clock: Callable[[], float] | None = None
+    source: str = ""
+    simulated: bool = False
 
 
-def driver_on_overlay(ol, export: Export, bit_path, timeout_s: float | None = None,
-                      fclk_mhz: float | None = None, **driver_kw):
-    """:func:`open_driver` on a loaded ``pynq.Overlay`` (or a subclass of it) with pynq's
-    ``Clocks``, ``allocate`` and ``MMIO``; the timing record is the ``.json`` beside the bitstream."""
+def pynq_platform(ol, bit_path) -> Platform:
+    """pynq's objects for an overlay loaded from ``bit_path``: ``pynq.allocate``, ``pynq.ps.Clocks``,
+    ``pynq.MMIO`` over the IPs' address ranges, ``time.monotonic``; the timing record is the
+    ``.json`` beside the bitstream."""
     import pynq
     from pynq.ps import Clocks
 
@@ -257,27 +277,39 @@ def driver_on_overlay(ol, export: Export, bit_path, timeout_s: float | None = No
         d = ol.ip_dict[name]
         return pynq.MMIO(d["phys_addr"], d["addr_range"])
 
-    return open_driver(ol, export, allocate=pynq.allocate, clocks=Clocks, raw_mmio=raw_mmio, clock=time.monotonic,
-                       timing=Path(bit_path).with_suffix(".json"), fclk_mhz=fclk_mhz, source=f"bitstream {bit_path}",
-                       timeout_s=timeout_s, **driver_kw)
+    return Platform(allocate=pynq.allocate, clocks=Clocks, raw_mmio=raw_mmio, clock=time.monotonic,
+                    timing=Path(bit_path).with_suffix(".json"), source=f"bitstream {bit_path}")
 
 
-def open_board(export: Export, bit=None, timeout_s: float | None = None, download: bool = True,
-               fclk_mhz: float | None = None, progress: bool = False, **driver_kw):
-    """Program the bitstream (unless ``download=False``) and return a :class:`ZqDriver` on it.
-    ``weights.bin`` is checked against the manifest first: a wrong one fails before the board
-    is touched."""
-    bit_path, _ = export.find_bitstream(bit)
-    export.weight_image()
+def open_driver(export: Export, overlay=None, *, platform: Platform | None = None, bit=None, download: bool = True,
+                fclk_mhz: float | None = None, progress: bool = False, config: DriverConfig | None = None,
+                **options) -> ZqDriver:
+    """**The** way to get a :class:`~zynqflow.host.driver.ZqDriver`, on the board and in the simulations.
+
+    Without ``overlay`` (the board): ``weights.bin`` is checked against the manifest (a wrong one fails
+    before the board is touched), the bitstream (``bit``, else the one beside the manifest or in
+    ``bitstreams/``) is loaded with ``pynq.Overlay`` (``download=False``: the PL must already hold
+    it). With ``overlay`` (a loaded ``pynq.Overlay``, ``ZqOverlay``, or a simulation's look-alike),
+    that one. ``platform``: the objects beside the overlay (default pynq's, :func:`pynq_platform`).
+    Then the PL clock is read (and set, ``fclk_mhz``), checked against the bitstream's timing record
+    or the design's own clock (:func:`configure_fclk`), and the driver opened (its docstring has
+    the sequence). ``config``: a :class:`DriverConfig`, or its fields as ``options`` (``timeout_s``,
+    ``retries``, ``recover``, ...)."""
     from .progress import step
 
-    ol = load_overlay(bit_path, download, progress)
+    if overlay is None:
+        bit_path, _ = export.find_bitstream(bit)
+        export.weight_image()
+        overlay = load_overlay(bit_path, download, progress)
+    else:
+        bit_path = getattr(overlay, "bitfile_name", None) or bit or "overlay"
+    if platform is None:
+        platform = pynq_platform(overlay, bit_path)
+    clk = configure_fclk(platform.clocks, fclk_mhz, timing=platform.timing, design_mhz=design_fclk_mhz(overlay))
+    cfg = (config or DriverConfig()).but(**{"source": platform.source or None, "simulated": platform.simulated or None,
+                                            **options, "fclk_hz": clk["fclk_mhz"] * 1e6})
     with step("opening the accelerator: registers checked, the weight image into DDR", progress):
-        return driver_on_overlay(ol, export, bit_path, timeout_s, fclk_mhz, **driver_kw)
-
-
-def open_on_overlay(export: Export, overlay, bit=None, timeout_s: float | None = None,
-                    fclk_mhz: float | None = None, download: bool = True, progress: bool = False, **driver_kw):
-    """:func:`driver_on_overlay` for an overlay already loaded (``ZqOverlay``, a ``pynq.Overlay``)."""
-    name = getattr(overlay, "bitfile_name", None) or bit or "overlay"
-    return driver_on_overlay(overlay, export, name, timeout_s, fclk_mhz, **driver_kw)
+        drv = ZqDriver(overlay, platform.allocate, export, cfg, clock=platform.clock, raw_mmio=platform.raw_mmio,
+                       outside_clock=platform.outside_clock)
+    drv.clock_info = clk
+    return drv

@@ -31,6 +31,11 @@ Exit status: 0 ok; 1 the accelerator failed (network-ID or engine mismatch,
 timeout, error frame) or a doctor step failed; 2 usage, bad option values,
 missing or wrong files (weights.bin), unknown or unavailable backend; 130
 interrupted.
+
+On a board, ``/usr/local/bin/zynqflow`` runs this as root through the root-owned runner
+(:mod:`zynqflow.host.runner`): there it takes only the deployed, root-owned export and bitstream
+(``--export``, ``--bit``, ``--out`` and ``import`` are refused; backends pynq and golden), and it
+reads the images the command line names with the caller's rights, not root's.
 """
 
 from __future__ import annotations
@@ -41,12 +46,14 @@ import math
 import os
 import sys
 import traceback
+from pathlib import Path
 
 import numpy as np
 
 from .accelerator import BACKENDS, CLOCKS, Accelerator, have_cxx, resolve_backend
+from . import errors
 from .errors import PreprocessError
-from .errors import AcceleratorError, EngineMismatch, ExportFilesError, HostError, NetworkIdMismatch
+from .errors import AcceleratorError, BackendError, EngineMismatch, ExportFilesError, HostError, NetworkIdMismatch
 from .manifest import BACKEND_FILES, Export, default_export, xrt_hint
 from .preprocess import expand_inputs, frames_for, recipe_for
 from .progress import bar, step
@@ -157,6 +164,9 @@ def _backend_opts(a, name: str) -> dict:
 
 
 def _export(a) -> Export:
+    runner = getattr(a, "runner", None)
+    if runner is not None:                      # the deployed, root-owned export (checked by the runner)
+        return Export(runner.export)
     if a.export:
         return Export(a.export)
     path, origin = default_export()
@@ -172,12 +182,118 @@ def _checked(a, name: str | None = None) -> tuple[Export, str]:
     and its .hwh (pynq)."""
     export = _export(a)
     name = resolve_backend(name or a.backend, export, a.bit)
+    runner = getattr(a, "runner", None)
+    if runner is not None and name not in runner.backends:
+        raise BackendError(f"the {name} backend does not run under the root runner (only {', '.join(runner.backends)}): "
+                           f"run it as yourself, python3 -m zynqflow.host.cli ... --backend {name}")
     export.require(name)
     if name in ("pynq", "rtl", "rtl-fast"):
         export.weight_image()
     if name == "pynq":
-        export.find_bitstream(a.bit)
+        bit, _ = export.find_bitstream(a.bit)
+        if a.fclk_mhz is not None:                # refused now, not after the PL has been programmed
+            from .board import check_fclk_before_download
+
+            check_fclk_before_download(a.fclk_mhz, bit)
     return export, name
+
+
+# ---- under the root runner ---------------------------------------------------------------------
+REFUSED_UNDER_RUNNER = {
+    "export": "--export: the runner runs as root and takes only the export deploy.sh installed, root-owned, in {e}",
+    "bit": "--bit: the runner runs as root and loads only the bitstream deploy.sh installed, root-owned, in {e} (pynq "
+           "would also insert a .dtbo beside another one, and its AXI masters reach all of DDR)",
+    "out": "--out: the runner runs as root and writes no file a user names; write the table yourself: "
+           "zynqflow benchmark --json > FILE",
+}
+
+
+def _runner_refusals(a) -> None:
+    """What the root runner does not take from a caller (see the module docstring)."""
+    e = a.runner.export
+    asked = [b.strip() for b in (a.backend or "").split(",") if b.strip() and b.strip() not in ("auto", "default")]
+    if a.backend == "all" or any(b not in a.runner.backends for b in asked):
+        raise BackendError(f"--backend {a.backend}: the root runner runs only {', '.join(a.runner.backends)} (the "
+                           "simulations build and run code as root); run them as yourself: python3 -m "
+                           "zynqflow.host.cli ...")
+    for opt, why in REFUSED_UNDER_RUNNER.items():
+        if getattr(a, opt, None):
+            raise HostError(f"{why.format(e=e)}. To use another export, bitstream or output file: deploy it "
+                            "(make deploy), or run python3 -m zynqflow.host.cli as root yourself (sudo asks the "
+                            "password)")
+
+
+def _read_images(a, export: Export, patterns, limit: int = 0) -> tuple[list, np.ndarray]:
+    """The files the command line names (directories, globs) and their frames, preprocessed. Under
+    the root runner this runs in a child process with the caller's rights (a file the caller may not
+    read stays unread), and only uint8 frames of the export's shape and file names come back."""
+    def job():
+        files = expand_inputs(patterns)
+        if limit:
+            files = files[:limit]
+        return files, load_frames(export, files, a.invert, a.preprocess)
+
+    runner = getattr(a, "runner", None)
+    if runner is None or runner.caller is None:
+        return job()
+    from .preprocess import _pil
+
+    _pil()[0].init()          # Pillow and its format plugins imported here, by root's checked imports
+    return _frames_from_caller(runner.as_caller(lambda: _frames_message(job)), export)
+
+
+def _frames_message(job) -> bytes:
+    """What the caller's child sends: a JSON line (file names and the frames' shape, or an error),
+    then the frames' bytes."""
+    try:
+        files, frames = job()
+    except HostError as e:
+        return json.dumps({"error": type(e).__name__, "message": str(e)}).encode() + b"\n"
+    frames = np.ascontiguousarray(frames)
+    if frames.dtype != np.uint8:
+        return json.dumps({"error": "PreprocessError", "message": f"frames are {frames.dtype}, not uint8"}).encode() + b"\n"
+    return json.dumps({"files": [str(f) for f in files], "shape": list(frames.shape)}).encode() + b"\n" + frames.tobytes()
+
+
+def _frames_from_caller(data: bytes, export: Export) -> tuple[list, np.ndarray]:
+    """Parse what the caller's child sent, as untrusted input: JSON and raw uint8 only (nothing that
+    could run code in this root process), every size checked."""
+    head, _, body = data.partition(b"\n")
+    try:
+        h = json.loads(head)
+    except ValueError:
+        raise PreprocessError("reading the images as the caller gave no answer") from None
+    if not isinstance(h, dict):
+        raise PreprocessError("reading the images as the caller gave a malformed answer")
+    if "error" in h:
+        cls = getattr(errors, str(h["error"]), None)
+        if not (isinstance(cls, type) and issubclass(cls, HostError)):
+            cls = PreprocessError
+        raise cls(str(h.get("message", "")))
+    files, shape = h.get("files"), h.get("shape")
+    ok = (isinstance(files, list) and all(isinstance(f, str) for f in files) and isinstance(shape, list)
+          and all(isinstance(v, int) and v >= 0 for v in shape) and len(shape) == 1 + len(export.input_shape)
+          and shape[0] == len(files) and tuple(shape[1:]) == tuple(export.input_shape)
+          and len(body) == int(np.prod(shape)))
+    if not ok:
+        raise PreprocessError("reading the images as the caller gave a malformed answer")
+    return [Path(f) for f in files], np.frombuffer(body, np.uint8).reshape(shape).copy()
+
+
+def _check_out(path) -> None:
+    """``--out``: a file that can be written (not a directory, its directory there), before any work."""
+    p = Path(path)
+    if p.is_dir():
+        raise HostError(f"--out {p}: is a directory; name a file (e.g. {p / 'benchmark.json'})")
+    if p.exists():
+        if not os.access(p, os.W_OK):
+            raise HostError(f"--out {p}: not writable")
+        return
+    d = p.parent
+    if not d.is_dir():
+        raise HostError(f"--out {p}: no such directory {d}")
+    if not os.access(d, os.W_OK | os.X_OK):
+        raise HostError(f"--out {p}: cannot create a file in {d}")
 
 
 def _open(a, export: Export, name: str) -> Accelerator:
@@ -219,8 +335,7 @@ def figure_lines(s: dict) -> list[str]:
 
 def cmd_classify(a) -> int:
     export, name = _checked(a)
-    files = expand_inputs(a.images)
-    frames = load_frames(export, files, a.invert, a.preprocess)
+    files, frames = _read_images(a, export, a.images)
     with _open(a, export, name) as acc:
         with step(f"classifying {len(frames)} frame{'s' * (len(frames) != 1)} on {name}"):
             res = acc.classify(frames)
@@ -238,10 +353,7 @@ def cmd_classify(a) -> int:
 
 def cmd_stream(a) -> int:
     export, name = _checked(a)
-    files = expand_inputs(a.inputs)
-    if a.limit:
-        files = files[: a.limit]
-    frames = load_frames(export, files, a.invert, a.preprocess)
+    files, frames = _read_images(a, export, a.inputs, a.limit)
     with _open(a, export, name) as acc:
         with step(f"streaming {len(frames)} frames on {name}"):
             res = acc.stream(frames)
@@ -272,18 +384,20 @@ def _bench_frames(export: Export, n: int, source: str) -> np.ndarray:
 
 
 def cmd_benchmark(a) -> int:
+    if a.out:
+        _check_out(a.out)                        # before any work
     export = _export(a)
-    if a.backend in (None, "", "default"):
-        names = ["golden"] + (["csim"] if have_cxx() else [])
+    runner = getattr(a, "runner", None)
+    if a.backend in (None, "", "default", "all"):
+        names = ["golden"] + (["csim"] if have_cxx() else []) + (["rtl"] if a.backend == "all" else [])
         try:
             if resolve_backend("auto", export, a.bit) == "pynq":
                 names.append("pynq")
         except HostError:
-            pass
-    elif a.backend == "all":
-        names = ["golden"] + (["csim"] if have_cxx() else []) + ["rtl"]
-        if resolve_backend("auto", export, a.bit) == "pynq":
-            names.append("pynq")
+            if a.backend == "all":
+                raise
+        if runner is not None:
+            names = [n for n in names if n in runner.backends]
     else:
         names = [resolve_backend(n.strip(), export, a.bit) for n in a.backend.split(",") if n.strip()]
     for name in names:                               # every backend's inputs before the first runs
@@ -326,7 +440,8 @@ def cmd_info(a) -> int:
     from .board import on_board
 
     export = _export(a)
-    origin = "--export" if a.export else default_export()[1]
+    origin = ("--export" if a.export else "the deployed export (root runner)" if getattr(a, "runner", None)
+              else default_export()[1])
     cm = export.cycles_model
     info = dict(export=str(export.dir), export_from=origin, network=export.network,
                 network_id=f"0x{export.network_id:08x}",
@@ -397,7 +512,8 @@ def build_parser() -> argparse.ArgumentParser:
     _common(i)
     i.set_defaults(func=cmd_info)
     d = sub.add_parser("doctor", help="first bring-up: checks every layer bottom up, each passed or failed "
-                                      "with the fix (files, IPs, registers, DMA, clock, network ID, weights, a frame)")
+                                      "with the fix (environment, .bit/.hwh and the overlay, IPs, registers, DMA, "
+                                      "clock, DMA and CMA, network ID, weights, a frame)")
     _common(d, backend_help="pynq on a board; rtl: the same checks against the RTL simulation")
     d.set_defaults(func=cmd_doctor)
     # `zynqflow import ...` goes to the importer before this parser (main); listed here for --help
@@ -436,14 +552,24 @@ def debugging(a=None) -> bool:
     return bool(getattr(a, "debug", False)) or os.environ.get("ZYNQFLOW_DEBUG", "") not in ("", "0")
 
 
-def main(argv=None) -> int:
+def main(argv=None, runner=None) -> int:
+    """The command line. ``runner``: the root runner's :class:`~zynqflow.host.runner.Runner` when this
+    runs as root for another user (the deployed export only, the caller's images read as the caller)."""
     argv = sys.argv[1:] if argv is None else list(argv)
-    if argv[:1] == ["import"]:
-        return cmd_import(argv[1:])
+    lead = 1 if argv[:1] == ["--debug"] else 0       # the board wrapper passes ZYNQFLOW_DEBUG as --debug
+    if argv[lead:lead + 1] == ["import"]:
+        if runner is not None:
+            print("zynqflow: import does not run under the root runner (it writes files); run it as yourself: "
+                  "python3 -m zynqflow.host.cli import ...", file=sys.stderr)
+            return 2
+        return cmd_import(argv[lead + 1:])
     p = build_parser()
     p.add_argument("--debug", action="store_true", help="show the traceback of an error (also ZYNQFLOW_DEBUG=1)")
     a = p.parse_args(argv)
+    a.runner = runner
     try:
+        if runner is not None:
+            _runner_refusals(a)
         return a.func(a)
     except KeyboardInterrupt:
         print("zynqflow: interrupted", file=sys.stderr)

@@ -17,9 +17,11 @@ It only uses the PYNQ API: ``overlay.ip_dict`` and ``getattr(overlay, name)`` to
 (type ``...:zq_top:...``) and the AXI DMA, ``ip.mmio.read/write``, pynq's DMA channels,
 ``allocate(shape, dtype)`` buffers (``physical_address``, ``flush()``, ``invalidate()``,
 ``freebuffer()``), ``pynq.Interrupt`` objects (asyncio methods), and a clock. On the board these
-are ``pynq.Overlay``, ``pynq.allocate`` and ``time.monotonic`` (:func:`zynqflow.host.board.open_board`);
-in simulation :mod:`zynqflow.sim.world.pynq_shim` (the RTL twin under cocotb) or :mod:`zynqflow.sim.csim.hls_host`
-(the HLS C-sim engine behind a UG1399 ``ap_ctrl_hs`` register block).
+are ``pynq.Overlay``, ``pynq.allocate`` and ``time.monotonic``; in simulation
+:mod:`zynqflow.sim.world.pynq_shim` (the RTL twin under cocotb) or :mod:`zynqflow.sim.csim.hls_host` (the
+HLS C-sim engine behind Vitis's generated ``ap_ctrl_hs`` block, either generation). Get a driver with
+:func:`zynqflow.host.board.open_driver` (the one way: it reads and checks the PL clock first); this
+module imports nothing from ``board``.
 
 Opening (:class:`ZqDriver`), in this order, so that nothing is touched before it is known good:
 
@@ -40,8 +42,12 @@ one-beat probe frame, answered with an error frame without computing. ``engine_i
 
 The frame protocol: :meth:`ZqDriver.classify` (one ``ap_start`` per frame, ``ap_done`` seen once:
 it is clear-on-read) and :meth:`ZqDriver.stream` (``auto_restart``; the MM2S transfer of frame k+1
-while the engine computes frame k; results in order), and their asyncio versions, which wait on
-the interrupts (the engine's ``ap_done``, the DMA channels' completion **and error** interrupts).
+while the engine computes frame k; results in order; ``auto_restart`` cleared before the last
+frame's result can leave, then ``ap_idle`` checked: Vitis's block reports no per-call ``ap_done``
+under ``auto_restart``, so a stream waits on the DMA only), and their asyncio versions, which wait
+on the interrupts (the engine's ``ap_done`` through ``IP_ISR``: cleared by reading it and writing
+back what was read, right for Vitis 2022.1's clear-on-read and later toggle-on-write; the DMA
+channels' completion **and error** interrupts).
 An error frame raises :class:`EngineStatusError` with ``status`` decoded; after ``address_range``,
 ``weight_image`` or an AXI4 error the weight image is copied and flushed again and ``wts``/``act``
 rewritten. ``wts``/``act`` are compared with the buffers before every call and rewritten when the
@@ -62,12 +68,11 @@ import numpy as np
 
 from zynqflow.spec import engine as E
 
-from .board import find_ips, ip_driver
 from .config import DEFAULT_RETRIES, DRAIN_ROUNDS, TIMEOUT_FRAMES, DriverConfig  # noqa: F401 - DEFAULT_RETRIES re-exported
 from .ddr import DdrBuffers
 from .dma import DmaChannels, reset_left_over
-from .errors import (AcceleratorError, AcceleratorTimeout, DmaError, EngineMismatch, EngineStatusError, HostError,
-                     NetworkIdMismatch)
+from .errors import (AcceleratorError, AcceleratorTimeout, BackendError, DmaError, EngineMismatch, EngineStatusError,
+                     HostError, NetworkIdMismatch)
 from .manifest import Export
 from .registers import ISR_AP_DONE, RegisterFile, RegMap, check_register_offsets, decode_status, engine_from_hwh
 from .stats import FrameResults, HostTime, RunStats
@@ -75,6 +80,41 @@ from .stats import FrameResults, HostTime, RunStats
 ERROR_LOGIT = E.ERROR_LOGIT   # an error frame is N_CLASSES beats of this value
 # a status flag that says the engine's DDR is not what the driver put there: reload and rewrite
 MEMORY_FLAGS = ("axi_read_error", "axi_write_error", "address_range", "weight_image")
+
+
+# ---- the overlay's IPs -----------------------------------------------------------------
+def find_ips(overlay, accel: str | None = None, dma: str | None = None) -> tuple[str, str]:
+    """Names of the engine and of the AXI DMA in ``overlay.ip_dict``."""
+    ips = getattr(overlay, "ip_dict", {}) or {}
+
+    def pick(explicit, key, what):
+        if explicit:
+            if explicit not in ips:
+                raise AcceleratorError(f"no IP '{explicit}' in the overlay (IPs: {', '.join(sorted(ips)) or 'none'})")
+            return explicit
+        hits = [n for n, d in ips.items() if f":{key}:" in str(d.get("type", "")) or n.split("/")[-1].startswith(key)]
+        if len(hits) != 1:
+            found = "none" if not hits else ", ".join(hits)
+            raise AcceleratorError(f"expected one {what} ({key}) in the overlay, found {found} "
+                                   f"(IPs: {', '.join(sorted(ips)) or 'none'}); name it explicitly")
+        return hits[0]
+
+    return pick(accel, "zq_top", "accelerator"), pick(dma, "axi_dma", "AXI DMA")
+
+
+def ip_driver(overlay, name: str, source: str):
+    """``getattr(overlay, name)`` (``a/b`` for hierarchies): pynq builds the IP's driver. pynq's
+    ``RuntimeError("Overlay not currently loaded")`` (another bitstream in the PL, e.g. after
+    ``--no-download``) becomes a :class:`BackendError` that says so."""
+    obj = overlay
+    try:
+        for part in name.split("/"):
+            obj = getattr(obj, part)
+    except RuntimeError as e:
+        raise BackendError(f"{source}: pynq cannot reach {name} ({e}): the PL holds another bitstream (the base "
+                           "overlay after a reboot?). Load this one: drop --no-download (download=True)") from e
+    return obj
+
 
 
 def run_sync(coro):
@@ -441,28 +481,54 @@ class ZqDriver:
             r.next = k + 1
 
     async def _stream_from(self, frames, r: FrameResults, aio: bool) -> None:
-        """Frames back to back with ``auto_restart``: the MM2S transfer of frame k+1
-        runs while the engine computes frame k."""
+        """Frames back to back with ``auto_restart``: the MM2S transfer of frame k+1 runs while the
+        engine computes frame k. The end: ``auto_restart`` is cleared once the last frame's call runs
+        (its MM2S transfer complete: the engine takes its input only inside a call) and **before** that
+        frame's S2MM transfer is posted, so the call cannot end (its output has nowhere to go) before
+        the engine knows not to restart: one call per frame, however late the host is."""
         ins, outs = self.ddr.frames()
         send, recv = self.dma.send, self.dma.recv
         n, k0 = len(frames), r.next
+        last = n - 1
         self.regs.write("AP_CTRL", self.regs.map.mask("ap_start", "auto_restart"))
-        self.dma.transfer(recv, outs[k0 % 2], "S2MM (output)", k0)
+        if k0 < last:
+            self.dma.transfer(recv, outs[k0 % 2], "S2MM (output)", k0)
         r.t_send[k0] = self.now()
         self._send(ins[k0 % 2], frames[k0], k0)
         for k in range(k0, n):
             await self.dma.wait(send, "MM2S (input)", k, aio, self._irq_on)      # frame k is in the engine
-            if k + 1 < n:                                                         # overlap: send k+1 now
+            if k < last:                                                          # overlap: send k+1 now
                 r.t_send[k + 1] = self.now()
                 self._send(ins[(k + 1) % 2], frames[k + 1], k + 1)
-            else:
-                self.regs.write("AP_CTRL", 0)                                     # last frame in: stop
+            else:                                                                 # the last call runs: stop,
+                self.regs.write("AP_CTRL", 0)                                     # then let its result out
+                self.dma.transfer(recv, outs[k % 2], "S2MM (output)", k)
             await self.dma.wait(recv, "S2MM (output)", k, aio, self._irq_on)
             r.t_done[k] = self.now()
             r.logits[k] = self._take(outs[k % 2], k)
             r.next = k + 1
-            if k + 1 < n:
+            if k + 1 < last:
                 self.dma.transfer(recv, outs[(k + 1) % 2], "S2MM (output)", k + 1)
+
+    async def _end_of_stream(self, aio: bool) -> dict | None:
+        """After a stream's last result the engine must go idle (``ap_idle``). If it does not within
+        a few frame times, it started another call (a stream FIFO between the engine and the DMA took
+        the last result before ``auto_restart`` was cleared, and the host was a frame late): that call
+        waits for input, so it is ended with a one-beat frame and drained (:meth:`_recover`). Returns
+        the recovery, or None when the engine was idle."""
+        deadline = self.now() + self.drain_wait_s
+        with self._tm.part("wait"):
+            while not self.regs.idle():
+                if self.now() > deadline:
+                    break
+                await self.dma.sleep(None, deadline, aio)
+            else:
+                return None
+        rec = await self._recover("the engine was busy after the stream's last result (it restarted: auto_restart "
+                                  "was still set when it ended the last frame's call); ended with a one-beat frame",
+                                  aio)
+        rec["end_of_stream"] = True
+        return rec
 
     # ---- recovery -----------------------------------------------------------------------------
     async def _drain(self, rec: dict, aio: bool) -> None:
@@ -530,6 +596,7 @@ class ZqDriver:
             self.regs.write("GIE", 1)
         proto = self._classify_from if mode == "classify" else self._stream_from
         fd_start = self.regs.read("frames_done")
+        extra_calls = 0                            # calls the engine made past the last frame, ended by recovery
         t0 = self.now()
         try:
             while True:
@@ -538,6 +605,12 @@ class ZqDriver:
                 try:
                     await proto(frames, r, aio)
                     self._check_frames_done(fd0, n - k0)
+                    if mode == "stream":
+                        rec = await self._end_of_stream(aio)
+                        if rec is not None:
+                            rec["frame"] = n
+                            recs.append(rec)
+                            extra_calls += rec["flushes"]
                     self._dirty = False
                     break
                 except (DmaError, AcceleratorTimeout) as e:
@@ -571,7 +644,7 @@ class ZqDriver:
                 self.regs.write("GIE", 0)
         seconds = self.now() - t0
         regs = self.registers()
-        fd = (regs["frames_done"] - fd_start) & 0xFFFFFFFF
+        fd = ((regs["frames_done"] - fd_start) & 0xFFFFFFFF) - extra_calls
         if mode == "classify":
             cycles, measured = r.cycles, r.measured
         else:

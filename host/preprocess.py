@@ -362,7 +362,11 @@ def expand_inputs(patterns: Iterable[str]) -> list[Path]:
     out: list[Path] = []
     for pat in patterns:
         p = Path(pat)
-        if p.is_dir():
+        try:
+            is_dir = p.is_dir()
+        except OSError as e:                # a directory above it the user may not enter
+            raise PreprocessError(f"{pat}: {e.strerror}") from e
+        if is_dir:
             files = sorted(f for f in p.iterdir() if f.is_file() and f.suffix.lower() in IMAGE_SUFFIXES)
             if not files:
                 raise PreprocessError(f"{p}: no image files ({', '.join(IMAGE_SUFFIXES)})")

@@ -50,12 +50,48 @@ class Split:
     def __len__(self) -> int:
         return len(self.labels)
 
-    def subset(self, n: int | None) -> "Split":
-        return self if n is None else Split(self.images[:n], self.labels[:n])
+    def subset(self, n: int | None, seed: int = 0) -> "Split":
+        """``n`` images that sample every class in proportion (:func:`stratified_indices`: the same
+        images for the same ``seed``, in their order in the split); None or ``n`` >= the split: all."""
+        if n is None or n >= len(self):
+            return self
+        idx = stratified_indices(self.labels, n, seed)
+        return Split(self.images[idx], self.labels[idx])
+
+    def class_counts(self, class_names) -> dict[str, int]:
+        """{class name: images of that class in the split}."""
+        counts = np.bincount(np.asarray(self.labels, np.int64), minlength=len(class_names))
+        return {str(c): int(k) for c, k in zip(class_names, counts)}
 
     def hwc(self) -> np.ndarray:
         """The hardware layout: N x H x W x C, uint8."""
         return np.ascontiguousarray(self.images.transpose(0, 2, 3, 1))
+
+
+def stratified_indices(labels, n: int, seed: int = 0) -> np.ndarray:
+    """Sorted indices of ``n`` of ``labels`` that sample every class in proportion: each class
+    gets its share of ``n`` (largest remainders; at least one image of every class when ``n`` is
+    at least the number of classes), drawn by a seeded permutation within the class, so the same
+    ``seed`` picks the same images on every machine (numpy's PCG64). Not a prefix: a split
+    sorted by class (a folder of class folders, CIFAR-10 test pickles) gives every class."""
+    labels = np.asarray(labels, np.int64)
+    total = len(labels)
+    n = max(0, min(int(n), total))
+    order = np.argsort(labels, kind="stable")
+    classes, starts, counts = np.unique(labels[order], return_index=True, return_counts=True)
+    exact = n * counts / max(total, 1)
+    take = np.minimum(np.floor(exact).astype(np.int64), counts)
+    if n >= len(classes):
+        take = np.maximum(take, 1)
+    while take.sum() < n:                      # the largest remainders first (then the lower class)
+        room = np.where(take < counts, exact - take, -np.inf)
+        take[int(np.argmax(room))] += 1
+    while take.sum() > n:                      # the minimum of one cost more than the share: from the largest excess
+        over = np.where(take > 1, take - exact, -np.inf)
+        take[int(np.argmax(over))] -= 1
+    rng = np.random.default_rng(seed)
+    picks = [order[s:s + c][rng.permutation(c)[:k]] for s, c, k in zip(starts, counts, take)]
+    return np.sort(np.concatenate(picks)) if picks else np.zeros(0, np.int64)
 
 
 @dataclass
@@ -304,7 +340,7 @@ def load_dataset(name: str, data: str | None = None, size: int = 32, channels: i
         return ds
     if key in ("fashion-mnist", "fashion_mnist", "fmnist"):
         return load_fashion_mnist(data, pad=size)
-    if key in ("synthetic", "synth"):
+    if key in ("synthetic", "synth") or (key.startswith("synthetic") and key[9:].isdigit()):   # or its tag
         return synthetic(size=size)
     if key in ("cifar10", "cifar-10"):
         if not data:
@@ -345,15 +381,23 @@ def load_folder(root, size: int, channels: int | None = None, recipe: str | dict
     lst = F.list_folder(root, split)
     tag = F.folder_tag(lst.root)
     if channels is None:
-        channels = F.folder_channels(lst, tag=tag)
+        channels = F.folder_channels(lst, tag=tag, skip_bad=skip_bad)
     if channels not in (1, 3):
         raise DatasetError(f"{lst.root}: {channels} input channels: image folders make gray (1) or RGB (3) frames")
     shape = (size, size, channels)
     r = folder_recipe(recipe, tag, shape)
     cache = F.build_cache(lst, shape, r, content_size(shape, tag), skip_bad, workers, tag=tag, log=log)
-    skipped = sum(len(v) for v in cache.meta["skipped"].values())
-    desc = lst.describe() + (f"; {skipped} bad images skipped" if skipped else "") + \
+    skipped = {s: len(v) for s, v in cache.meta["skipped"].items() if v}
+    n_skip = sum(skipped.values())
+    desc = lst.describe(cache.meta["counts"]) + \
+        (f"; {n_skip} bad image{'s' * (n_skip != 1)} skipped ("
+         f"{', '.join(f'{k} {s}' for s, k in skipped.items())})" if n_skip else "") + \
         (f"; cache {cache.dir} ({'built' if cache.built else 'loaded'} in {cache.seconds:.1f} s)")
+    test_counts = np.bincount(cache.labels("test"), minlength=len(lst.class_names))
+    only_train = [c for c, k in zip(lst.class_names, test_counts) if k == 0]
+    if only_train:
+        log(f"warning: {lst.root}: {len(only_train)} class{'es' * (len(only_train) != 1)} in train but not in "
+            f"test: {', '.join(only_train)} (trained on, never scored by the test top-1)")
 
     def split_of(s: str) -> Split:
         return Split(cache.images(s), cache.labels(s))

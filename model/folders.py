@@ -37,8 +37,6 @@ a test class that train lacks, fewer than two classes, a folder of another layou
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import hashlib
 import json
 import os
@@ -51,9 +49,10 @@ from pathlib import Path
 
 import numpy as np
 
-from zynqflow.spec.paths import BUILD
+from zynqflow.spec.paths import BUILD, file_lock
 
 CACHE_VERSION = 1             # bump when the cache format or the decoding changes
+DECODE_WAIT_S = 900.0         # the longest wait for a decoder process to finish its (<= 256) images
 DEFAULT_SPLIT = 0.1
 SPLITS = ("train", "val", "test")
 IDX_STEMS = ("train-images-idx3-ubyte", "t10k-images-idx3-ubyte")
@@ -137,20 +136,28 @@ class Listing:
     ignored: int = 0           # files whose extension Pillow does not read
     split: float | None = None
 
-    def stat_key(self) -> list:
-        """(split, relative path, label, size, mtime_ns) of every file, for the cache key."""
+    def stat_key(self, skip_bad: bool = False) -> list:
+        """(split, relative path, label, size, mtime_ns) of every file, for the cache key. A file that
+        cannot be stat'ed (a dangling link, a symlink loop) is an error naming it, or with ``skip_bad``
+        a row (size -1, the error) that the decoder will count as a bad image."""
         rows = []
         for s in self.files:
             for rel, lab in zip(self.files[s], self.labels[s]):
                 try:
                     st = (self.root / rel).stat()
                 except OSError as e:
-                    raise _error(f"{self.root / rel}: cannot stat ({e.strerror})") from e
+                    if not skip_bad:
+                        raise _error(f"{self.root / rel}: cannot stat ({e.strerror}); fix or remove it, or pass "
+                                     "--skip-bad to skip and count bad images") from e
+                    rows.append([s, rel, lab, -1, e.strerror])
+                    continue
                 rows.append([s, rel, lab, st.st_size, st.st_mtime_ns])
         return rows
 
-    def describe(self) -> str:
-        counts = ", ".join(f"{len(self.files[s])} {s}" for s in SPLITS if s in self.files)
+    def describe(self, counts: dict[str, int] | None = None) -> str:
+        """What was found; ``counts``: the images per split that remain (after skipping bad ones)."""
+        have = counts or {s: len(v) for s, v in self.files.items()}
+        counts = ", ".join(f"{have[s]} {s}" for s in SPLITS if s in have)
         held = f", {self.split:g} of each class held out as test" if self.layout == "class-folders" else ""
         ign = f"; {self.ignored} non-image files ignored" if self.ignored else ""
         return (f"{self.root}: {LAYOUT_TEXT[self.layout]}{held}: {len(self.class_names)} classes "
@@ -294,34 +301,26 @@ def _decode_split(root: Path, rels: list[str], out_path: Path, shape, recipe, co
                 bad += _decode_chunk(j)
                 if bar is not None:
                     bar.update(len(j[1]))
-        else:
-            import multiprocessing as mp
-            ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
-            with ctx.Pool(workers) as pool:
-                for j, b in zip(jobs, pool.imap(_decode_chunk, jobs)):
+        else:   # never a fork beside another running thread; every wait bounded (spec.procs)
+            from concurrent.futures import ProcessPoolExecutor
+
+            from zynqflow.spec.procs import drain, pool_context
+            with ProcessPoolExecutor(workers, mp_context=pool_context((__name__,))) as pool:
+                futs = {pool.submit(_decode_chunk, j): j for j in jobs}
+                names = {f: f"images {j[2]}..{j[2] + len(j[1]) - 1}" for f, j in futs.items()}
+                for f, b in drain(pool, names, DECODE_WAIT_S, f"{workers} image decoders on {root}"):
                     bad += b
                     if bar is not None:
-                        bar.update(len(j[1]))
+                        bar.update(len(futs[f][1]))
     finally:
         if bar is not None:
             bar.close()
     return sorted(bad)
 
 
-@contextlib.contextmanager
-def _lock(path: Path):
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a+") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
-
-
 def cache_key(lst: Listing, shape, recipe: dict, content: int | None, skip_bad: bool) -> str:
     blob = json.dumps(dict(version=CACHE_VERSION, layout=lst.layout, classes=lst.class_names, split=lst.split,
-                           files=lst.stat_key(), shape=list(shape), recipe=recipe, content=content,
+                           files=lst.stat_key(skip_bad), shape=list(shape), recipe=recipe, content=content,
                            skip_bad=bool(skip_bad)), sort_keys=True).encode()
     return hashlib.sha256(blob).hexdigest()[:20]
 
@@ -361,7 +360,7 @@ def build_cache(lst: Listing, shape: tuple[int, int, int], recipe: dict, content
     key = cache_key(lst, shape, recipe, content, skip_bad)
     final = base / key
     t0 = time.time()
-    with _lock(base / ".lock"):
+    with file_lock(base / ".lock"):
         if (final / "meta.json").is_file():
             return FolderCache(final, json.loads((final / "meta.json").read_text()), False, time.time() - t0)
         stage = base / f".{key}.tmp-{os.getpid()}"
@@ -433,12 +432,12 @@ def _compact(raw: Path, n: int, shape, keep: np.ndarray) -> None:
         f.truncate(max(len(rows), 1) * c * h * w)
 
 
-def folder_channels(lst: Listing, root: Path | None = None, tag: str | None = None) -> int:
+def folder_channels(lst: Listing, root: Path | None = None, tag: str | None = None, skip_bad: bool = False) -> int:
     """3 when any image of the folder is in colour (RGB, RGBA, CMYK, YCbCr, a colour
     palette), 1 when all are gray (L, LA, 1, I, F, 16-bit): read from the file headers,
     and remembered for this state of the folder (``<cache>/<tag>/channels.json``)."""
     base = (root or cache_root()) / (tag or folder_tag(lst.root))
-    key = hashlib.sha256(json.dumps(lst.stat_key()).encode()).hexdigest()[:20]
+    key = hashlib.sha256(json.dumps(lst.stat_key(skip_bad)).encode()).hexdigest()[:20]
     memo = base / "channels.json"
     try:
         known = json.loads(memo.read_text())

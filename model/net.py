@@ -28,22 +28,37 @@ def _key(name: str) -> str:
     return name.replace("/", "_")
 
 
+def _round(x: torch.Tensor, mode: str) -> torch.Tensor:
+    """x rounded to an integer by ``mode`` (spec.engine.GAP_ROUNDINGS; numerics.round_shift_mode on
+    x = acc / 2^s): half_up floor(x + 0.5), floor, half_even (torch.round), half_away."""
+    if mode == "half_up":
+        return torch.floor(x + 0.5)
+    if mode == "floor":
+        return torch.floor(x)
+    if mode == "half_even":
+        return torch.round(x)
+    if mode == "half_away":
+        return torch.sign(x) * torch.floor(x.abs() + 0.5)
+    raise ValueError(f"unknown rounding mode {mode!r}")
+
+
 class _RoundSTE(torch.autograd.Function):
-    """floor(x + 0.5) forward, identity backward."""
+    """Rounding forward (floor(x + 0.5) by default), identity backward."""
 
     @staticmethod
-    def forward(ctx, x):
-        return torch.floor(x + 0.5)
+    def forward(ctx, x, mode="half_up"):
+        return _round(x, mode)
 
     @staticmethod
     def backward(ctx, g):
-        return g
+        return g, None
 
 
-def fake_quant(x: torch.Tensor, fmt: QFormat) -> torch.Tensor:
-    """Round half up to fmt, saturate; straight-through inside the range."""
+def fake_quant(x: torch.Tensor, fmt: QFormat, mode: str = "half_up") -> torch.Tensor:
+    """Round to fmt (half up; the pooled logits by the network's ``gap_round``), saturate;
+    straight-through inside the range."""
     s = 2.0 ** fmt.frac
-    return torch.clamp(_RoundSTE.apply(x * s), fmt.lo, fmt.hi) / s
+    return torch.clamp(_RoundSTE.apply(x * s, mode), fmt.lo, fmt.hi) / s
 
 
 class ConvUnit(nn.Module):
@@ -176,7 +191,7 @@ class ZynqNet(nn.Module):
         tensors = run_graph(self.cfg.conv_layers, x, apply, lambda parts: torch.cat(parts, 1), record)
         y = tensors[self.cfg.output_tensor].mean(dim=(2, 3))
         if q:
-            y = fake_quant(y, self.act_formats[self.cfg.output_tensor])
+            y = fake_quant(y, self.act_formats[self.cfg.output_tensor], self.cfg.gap_round)
         return y[:, : self.cfg.num_classes]
 
     # ---- integers ------------------------------------------------------
@@ -219,7 +234,7 @@ class ZynqNet(nn.Module):
 
         tensors = run_graph(self.cfg.conv_layers, frames.to(torch.int64), apply, lambda parts: torch.cat(parts, 1))
         out = tensors[self.cfg.output_tensor]
-        logits = gap_shift(out.sum(dim=(2, 3)), out.shape[2] * out.shape[3])
+        logits = gap_shift(out.sum(dim=(2, 3)), out.shape[2] * out.shape[3], self.cfg.gap_round)
         return logits[:, : self.cfg.num_classes]
 
     @property

@@ -45,6 +45,7 @@ import torch.nn.functional as F
 from tqdm import tqdm
 
 from zynqflow.spec.topology import PRESETS, DesignRuleError, NetConfig, check_rules, get_config
+from zynqflow.spec.paths import repo_relative
 
 from .data import Dataset, DatasetError, Split, augment, batches, dataset_tag, load_dataset
 from .net import ZynqNet
@@ -124,8 +125,8 @@ class TrainConfig:
     skip_bad: bool = False           # image folders: skip (and count) unreadable images instead of stopping
     workers: int | None = None       # image folders: decoding processes (default: one per core)
     calib_images: int = 2048
-    limit_train: int | None = None   # use only the first N training images (quick runs)
-    limit_test: int | None = None
+    limit_train: int | None = None   # use only N training images, every class in proportion (seeded by seed)
+    limit_test: int | None = None    # score on N test images, every class in proportion
     holdout: int = 0                 # >0: score on the last N training images (never trained on), not the test set
     out: str | None = None           # default build/<net>/<dataset>
     threads: int | None = None
@@ -186,7 +187,9 @@ def _lr_at(base: float, step: int, total: int, warmup: int) -> float:
     return 0.5 * base * (1 + math.cos(math.pi * min(1.0, t)))
 
 
-def run(tc: TrainConfig) -> dict:
+def run(tc: TrainConfig, on_epoch=None) -> dict:
+    """Train ``tc``; ``on_epoch(record)``, when given, is called after each epoch's record and checkpoint are
+    written (e.g. the co-design search's test hook that holds a trial mid-training)."""
     world, rank, local = _dist_info()
     if world > 1 and not dist.is_initialized():
         dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
@@ -215,8 +218,8 @@ def run(tc: TrainConfig) -> dict:
         test_split = Split(train_all.images[n:], train_all.labels[n:])
         train_all = Split(train_all.images[:n], train_all.labels[:n])
         eval_split = f"holdout (last {tc.holdout} training images)"
-    train_split = train_all.subset(tc.limit_train)
-    test_split = test_split.subset(tc.limit_test)
+    train_split = train_all.subset(tc.limit_train, seed=tc.seed)
+    test_split = test_split.subset(tc.limit_test, seed=tc.seed)
     shift = recipe(tc.data)["augment_shift"]
     if shift is None:
         shift = max(1, cfg.input_size // 16)
@@ -271,7 +274,7 @@ def run(tc: TrainConfig) -> dict:
         if qat and not net.act_formats:
             # float phase done: score it, fold BN, calibrate and freeze formats
             float_top1 = float_accuracy(net, test_split, device=device)
-            calib = torch.from_numpy(train_split.images[:tc.calib_images])
+            calib = torch.from_numpy(train_split.subset(tc.calib_images, seed=tc.seed).images)
             net.calibrate([calib[i:i + 256].float() / 256 for i in range(0, len(calib), 256)])
             opt = None
             if main:
@@ -337,10 +340,12 @@ def run(tc: TrainConfig) -> dict:
                       train=dict(epoch=epoch + 1, qat=qat, float_top1=float_top1, done=False))
             torch.save(ck, ck_path.with_suffix(".tmp"))
             os.replace(ck_path.with_suffix(".tmp"), ck_path)
+        if on_epoch is not None:
+            on_epoch(rec)
 
     if not net.act_formats:  # qat_epochs == 0: post-training quantization only
         float_top1 = float_accuracy(net, test_split, device=device)
-        calib = torch.from_numpy(train_split.images[:tc.calib_images])
+        calib = torch.from_numpy(train_split.subset(tc.calib_images, seed=tc.seed).images)
         net.calibrate([calib[i:i + 256].float() / 256 for i in range(0, len(calib), 256)])
     net.set_mode("qat")
     if tc.dump_rank_state:
@@ -357,6 +362,9 @@ def run(tc: TrainConfig) -> dict:
             fixed_minus_float=None if float_top1 is None else fixed_top1 - float_top1,
             qat_fake_quant_top1=float_accuracy(net_cpu, test_split),
             test_images=len(test_split), train_images=len(train_split), eval_split=eval_split,
+            subset=dict(seed=tc.seed, how="stratified: every class in proportion (model.data.stratified_indices)",
+                        train=dict(limit=tc.limit_train, class_counts=train_split.class_counts(cfg.class_names)),
+                        test=dict(limit=tc.limit_test, class_counts=test_split.class_counts(cfg.class_names))),
             epochs=tc.epochs, qat_epochs=tc.qat_epochs,
             augmentation=f"random horizontal flip, random crop of the image zero-padded by {shift} px",
             train_seconds=sum(r["seconds"] for r in log),
@@ -369,7 +377,9 @@ def run(tc: TrainConfig) -> dict:
                          cuda=torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
                          world_size=world),
             command=" ".join(["python -m zynqflow.model.train"] + sys.argv[1:]),
-            train_config=asdict(tc),
+            # paths inside the checkout recorded relative to it (metrics get committed as references)
+            train_config={k: repo_relative(v) if k in ("net", "data", "data_dir", "out") and v else v
+                          for k, v in asdict(tc).items()},
         )
         ck = net_cpu.checkpoint_state()
         ck.update(train_config=asdict(tc), dataset=data_info,
@@ -414,8 +424,10 @@ def parse_args(argv=None) -> TrainConfig:
     p.add_argument("--weight-decay", type=float, default=d.weight_decay)
     p.add_argument("--label-smoothing", type=float, default=d.label_smoothing)
     p.add_argument("--seed", type=int, default=d.seed)
-    p.add_argument("--limit-train", type=int, default=None)
-    p.add_argument("--limit-test", type=int, default=None)
+    p.add_argument("--limit-train", type=int, default=None,
+                   help="train on N images, every class in proportion (a seeded, stratified subset: --seed)")
+    p.add_argument("--limit-test", type=int, default=None,
+                   help="score on N test images, every class in proportion (seeded by --seed)")
     p.add_argument("--holdout", type=int, default=0,
                    help="score on the last N training images (held out of training) instead of the test set")
     p.add_argument("--out", default=None)

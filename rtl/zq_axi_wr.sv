@@ -72,7 +72,6 @@ module zq_axi_wr #(
     logic [OUT_W-1:0] pending;   // bursts taken whose B has not come (this epoch)
     logic [OUT_W-1:0] b_late;        // B owed to bursts of before the last reset (rst keeps it)
     initial b_late = '0;             // (its value after configuration)
-    assign cmd_ready = !m_awvalid && (32'(pending) + 32'(b_late) < MAX_OUT) && (32'(wq_count) < W_QUEUE);
     always_ff @(posedge clk) begin
         if (rst) begin
             m_awvalid <= 1'b0;
@@ -104,23 +103,34 @@ module zq_axi_wr #(
     // ---- responses ------------------------------------------------------------------------------
     // A burst is complete at the slave once its AW and its last W beat are both handed over
     // (in either order; bursts complete in order, at most one a cycle). Its B is owed from then.
-    logic [OUT_W-1:0] aw_ahead;        // AW handshakes whose burst's last W beat has not gone
-    logic [OUT_W-1:0] wl_ahead;        // last W beats whose burst's AW handshake has not happened
+    // A last W beat is counted a cycle after its handshake (wl_q: the W data comes from the
+    // output FIFO, a long path), so a burst's B may come in the cycle it is counted (`done`).
+    logic             wl_q;            // a last W beat was handed over in the cycle before
+    logic             wl_late_q;       // ... in a reset cycle, completing a burst of before the reset
+    initial wl_late_q = 1'b0;          // (b_late counts it: its value after configuration)
+    logic [OUT_W-1:0] aw_ahead;        // AW handshakes whose burst's last W beat has not been counted
+    logic [OUT_W-1:0] wl_ahead;        // last W beats counted whose burst's AW handshake has not happened
     logic [OUT_W-1:0] b_owed;          // complete bursts of this epoch awaiting B
     wire [OUT_W-1:0] aw_n = aw_ahead + OUT_W'(aw_hs);
-    wire [OUT_W-1:0] wl_n = wl_ahead + OUT_W'(w_hs && m_wlast);
+    wire [OUT_W-1:0] wl_n = wl_ahead + OUT_W'(wl_q);
+    wire [OUT_W-1:0] late_n = b_late + OUT_W'(wl_late_q);
+    assign cmd_ready = !m_awvalid && (32'(pending) + 32'(late_n) < MAX_OUT) && (32'(wq_count) < W_QUEUE);
     wire             done = (aw_n != '0) && (wl_n != '0);
-    wire             b_old  = b_hs && (b_late != '0);                      // a late response: dropped
-    wire             b_live = b_hs && (b_late == '0) && (b_owed != '0);    // (a response owed to nothing: dropped)
+    wire             b_old  = b_hs && (late_n != '0);                      // a late response: dropped
+    wire             b_live = b_hs && (late_n == '0) && (b_owed != '0 || done);   // (owed to nothing: dropped)
     always_ff @(posedge clk) begin
+        wl_q      <= !rst && w_hs && m_wlast;
+        // in a reset cycle the burst of a last W beat is complete if its AW went before (an AW
+        // left over once `done` has taken its pair): its B is owed to the old epoch
+        wl_late_q <= rst && w_hs && m_wlast && (aw_n - OUT_W'(done) != '0);
         if (rst) begin
-            b_late   <= b_late - OUT_W'(b_old) + b_owed + OUT_W'(done) - OUT_W'(b_live);
+            b_late   <= late_n - OUT_W'(b_old) + b_owed + OUT_W'(done) - OUT_W'(b_live);
             aw_ahead <= '0;
             wl_ahead <= '0;
             b_owed   <= '0;
             pending  <= '0;
         end else begin
-            b_late   <= b_late - OUT_W'(b_old);
+            b_late   <= late_n - OUT_W'(b_old);
             aw_ahead <= aw_n - OUT_W'(done);
             wl_ahead <= wl_n - OUT_W'(done);
             b_owed   <= b_owed + OUT_W'(done) - OUT_W'(b_live);

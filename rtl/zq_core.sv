@@ -4,8 +4,8 @@
 //   S0   step from zq_loop_gen (addresses, flags)
 //   S3   activation word (zq_act_mem, 3 cycles) and weight word (ring RAM 2 cycles + a register)
 //   S11  accumulators (zq_mac_array, 8 cycles)
-//   S15  requantized outputs (zq_requant, 4 cycles)
-//   S16  write-back: activation RAM (port A), the DDR output FIFO, or the GAP RAM
+//   S16  requantized outputs (zq_requant, 5 cycles)
+//   S17  write-back: activation RAM (port A), the DDR output FIFO, or the GAP RAM
 //
 // The destination addresses of a step are computed at S1 from its group and
 // pixel and travel with it. DDR results are N_PE-byte units with their byte
@@ -99,7 +99,7 @@ module zq_core #(
     localparam LWPG = (WPG > 1) ? $clog2(WPG) : 0;
     localparam LPE  = $clog2(N_PE);
     localparam RD   = `ZQ_RTL_PIPE_READ;                                      // S0 -> S3
-    localparam LAT  = `ZQ_RTL_PIPE_READ + `ZQ_RTL_PIPE_MAC + `ZQ_RTL_PIPE_REQUANT; // S0 -> S15
+    localparam LAT  = `ZQ_RTL_PIPE_READ + `ZQ_RTL_PIPE_MAC + `ZQ_RTL_PIPE_REQUANT; // S0 -> S16
     localparam ACC  = `ZQ_ACC_BITS;
 
     // parameter checks, at elaboration
@@ -172,15 +172,15 @@ module zq_core #(
         .clk(clk), .acc(acc), .rnd(rq_rnd), .shr(rq_shr), .sh(rq_sh), .relu(relu), .lo(out_lo), .hi(out_hi), .y(y)
     );
 
-    // ---- metadata: flags at S1, destination addresses over S1..S4, all carried to S15 ----------
+    // ---- metadata: flags at S1, destination addresses over S1..S4, all carried to S16 ----------
     // The addresses are products of variable shifts (map sizes are powers of two); they are
     // formed in stages: S1 word/group numbers and the pixel's offset in its run, S2 the shifts,
     // S3 the sums, S4 the DDR byte address.
     localparam META_W = 3 + NV_W + WPG + GR_W;
     localparam ADR_W  = WPG * ROW_W + 32 + 16;
     // (packed shift registers and vectors: Yosys 0.23 mis-optimizes unpacked arrays of registers here)
-    logic [LAT*META_W-1:0]    meta;   // S1..S15, S1 in the low bits
-    logic [(LAT-3)*ADR_W-1:0] ameta;  // S4..S15, S4 in the low bits
+    logic [LAT*META_W-1:0]    meta;   // S1..S16, S1 in the low bits
+    logic [(LAT-3)*ADR_W-1:0] ameta;  // S4..S16, S4 in the low bits
     logic [LAT:1]      mv;            // a MAC step's pixel result at this stage (last step)
     wire [NV_W:0]      nwords0 = ({1'b0, s_nvalid} + (NV_W+1)'(N_CI - 1)) >> $clog2(N_CI);
     // per-layer terms (the layer constants hold still while its steps are in flight)
@@ -256,7 +256,7 @@ module zq_core #(
             lanes[p*LB +: LB] = (NV_W'(p) < m_nvalid) ? y[p*OUT_W +: LB] : '0;
     end
 
-    // ---- S16: write-back ----------------------------------------------------------------
+    // ---- S17: write-back ----------------------------------------------------------------
     logic              gap_fresh;
     localparam GB = `ZQ_GAP_BITS;
     logic [N_PE*GB-1:0] psum;

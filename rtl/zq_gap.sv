@@ -3,9 +3,11 @@
 // The final conv writes one row of N_PE 32-bit sums per output-channel group
 // (channels row*N_PE .. row*N_PE+N_PE-1; zq_core sums the group's pixels).
 // The logit of class c is the rounded shift of its sum,
-//   (gap[c] + 2^(GAP_SHIFT-1)) >>> GAP_SHIFT   (no rounding term when GAP_SHIFT = 0),
-// read through rd_sel / rd_logit with a latency of 2 cycles (RAM, then shift). Sums are
-// GAP_BITS wide, logits one m_axis_out beat (zq_spec.svh).
+//   (gap[c] + bias) >>> GAP_SHIFT   (no rounding term when GAP_SHIFT = 0),
+// with the bias of the network's rounding GAP_ROUND (spec.engine.GAP_ROUNDINGS): h = 2^(GAP_SHIFT-1)
+// ties toward +inf (ZQ_GAP_ROUND_HALF_UP), 0 floor, h - 1 + bit GAP_SHIFT of the sum ties to even,
+// h - the sign bit ties away from zero; read through rd_sel / rd_logit with a latency of 2 cycles
+// (RAM, then shift). Sums are GAP_BITS wide, logits one m_axis_out beat (zq_spec.svh).
 `include "zq_spec.svh"
 `default_nettype none
 
@@ -13,6 +15,7 @@ module zq_gap #(
     parameter N_PE      = 16,
     parameter GAP_ROWS  = 1,
     parameter GAP_SHIFT = 4,
+    parameter GAP_ROUND = `ZQ_GAP_ROUND_HALF_UP,
     parameter N_CLASSES = 10,
     parameter GR_W      = (GAP_ROWS > 1) ? $clog2(GAP_ROWS) : 1,
     parameter CLS_W     = (N_CLASSES > 1) ? $clog2(N_CLASSES) : 1
@@ -36,10 +39,15 @@ module zq_gap #(
     );
     always_ff @(posedge clk) lane <= LPE'(rd_sel);
 
-    logic signed [GB:0] s;
+    localparam K = (GAP_SHIFT > 0) ? GAP_SHIFT : 1;
+    logic signed [GB:0] s, bias;
     always_comb begin
         s = (GB+1)'($signed(q[lane*GB +: GB]));
-        if (GAP_SHIFT > 0) s = (s + ($signed((GB+1)'(1)) <<< (GAP_SHIFT > 0 ? GAP_SHIFT - 1 : 0))) >>> GAP_SHIFT;
+        bias = $signed((GB+1)'(1)) <<< (K - 1);
+        if (GAP_ROUND == `ZQ_GAP_ROUND_FLOOR)     bias = '0;
+        if (GAP_ROUND == `ZQ_GAP_ROUND_HALF_EVEN) bias = bias - (GB+1)'(1) + (GB+1)'(s[K]);
+        if (GAP_ROUND == `ZQ_GAP_ROUND_HALF_AWAY) bias = bias - (GB+1)'(s[GB]);
+        if (GAP_SHIFT > 0) s = (s + bias) >>> GAP_SHIFT;
     end
     always_ff @(posedge clk) rd_logit <= `ZQ_STREAM_BITS'(s);
 

@@ -142,9 +142,16 @@ module zq_loop_gen #(
     wire        w_ok = w_loaded >= blk_end;
     wire        issue = (state == G_RUN) && !out_full;
 
-    // released input rows after band: (band+1)*R*s - k/2, clamped at 0 and at the map
-    wire [11:0] next_row0 = {1'b0, band_row0} + band_step;
-    wire [11:0] rel_rows  = (next_row0 < {11'd0, c_k3}) ? 12'd0 : next_row0 - {11'd0, c_k3};
+    // a band's end, a band ahead: the next band's first input row (band+1)*R*s, a register behind
+    // band_row0, and the input rows released after the band, (band+1)*R*s - k/2 clamped at 0 and at
+    // the map, a register behind that (a band lasts three cycles or more: G_BAND, G_BLK, a step)
+    logic [11:0] row0_next;
+    logic [10:0] rel_next;
+    wire  [11:0] rel_rows = (row0_next < {11'd0, c_k3}) ? 12'd0 : row0_next - {11'd0, c_k3};
+    always_ff @(posedge clk) begin
+        row0_next <= {1'b0, band_row0} + band_step;
+        rel_next  <= rel_rows > {1'b0, c_in_rows} ? c_in_rows : rel_rows[10:0];
+    end
 
     always_ff @(posedge clk) begin
         if (rst || abort || frame_start) begin
@@ -191,8 +198,8 @@ module zq_loop_gen #(
                         end else begin
                             g <= '0;
                             blk_base <= w_off;
-                            rel_rows_q <= rel_rows > {1'b0, c_in_rows} ? c_in_rows : rel_rows[10:0];
-                            band_row0 <= next_row0[10:0];
+                            rel_rows_q <= rel_next;
+                            band_row0 <= row0_next[10:0];
                             band_oy0 <= band_oy0 + c_band_rows;
                             oy <= band_oy0 + c_band_rows;
                             need_r <= need_next;

@@ -75,10 +75,22 @@ module zq_out_dma #(
     logic [4:0]  b_left;          // units still to come for the burst being formed (0: none open)
     logic [4:0]  b_units;
     logic [AW-1:0] b_addr;
+    localparam LG_PE = $clog2(N_PE);
     wire [LINE_W-1:0] in_off = in_addr[LINE_W-1:0];
-    wire [7:0]  to_boundary = 8'((LINE - 32'(in_off)) >> $clog2(N_PE));   // units before the line ends
-    wire [15:0] lim0  = (to_boundary < 8'(UPB)) ? 16'(to_boundary) : 16'(UPB);
-    wire [4:0]  n_new = 5'((in_left < lim0) ? in_left : lim0);
+    wire [LINE_W-1:0] q      = in_off >> LG_PE;                        // the unit's index in its line
+    wire              r_nz   = (in_off & LINE_W'(N_PE - 1)) != '0;     // a partial unit (units are aligned)
+    // units before the line ends, (LINE - in_off) >> log2(N_PE) = LINE / N_PE - q - r_nz
+    wire [7:0]  to_boundary = 8'(LINE / N_PE) - 8'(q) - 8'(r_nz);
+    wire [4:0]  lim0  = (to_boundary < 8'(UPB)) ? 5'(to_boundary) : 5'(UPB);   // (UPB <= 16)
+    wire        left_in = in_left[15:5] == '0 && in_left[4:0] < lim0;    // the run ends before the line
+    wire [4:0]  n_new = left_in ? in_left[4:0] : lim0;
+    // n_new - 1 (b_left of a burst opening here), each term minus 1 apart: no subtract after the mux
+    wire [4:0]  n_new_m1 = left_in ? in_left[4:0] - 5'd1 : 5'(LINE / N_PE - 1) - 5'(q) - 5'(r_nz);
+    // n_new == 1 from compares of the input bits (to_boundary 1 or 0: the unit's place in its line):
+    // the command FIFO's push, the write enable of its LUT RAM, does not wait for n_new's arithmetic
+    wire        tb_one  = q == (r_nz ? LINE_W'(LINE / N_PE - 2) : LINE_W'(LINE / N_PE - 1));
+    wire        tb_zero = r_nz && q == LINE_W'(LINE / N_PE - 1);
+    wire        one_new = (in_left == 16'd1 && !tb_zero) || (tb_one && in_left != '0);
     wire        take  = in_valid && !abort;
     logic        c_push;
     logic [AW-1:0] c_addr;
@@ -89,7 +101,7 @@ module zq_out_dma #(
         c_units = b_units;
         if (take) begin
             if (b_left == '0) begin
-                c_push  = n_new == 5'd1;
+                c_push  = one_new;
                 c_addr  = in_addr;
                 c_units = 5'd1;
             end else begin
@@ -102,7 +114,7 @@ module zq_out_dma #(
             b_left <= '0;
         end else if (take) begin
             if (b_left == '0) begin
-                b_left  <= n_new - 5'd1;
+                b_left  <= n_new_m1;
                 b_units <= n_new;
                 b_addr  <= in_addr;
             end else begin

@@ -1,10 +1,11 @@
 // zq_requant: the requantizer of docs/fixed-point.md for all N_PE channels,
-// four register stages.
+// five register stages (the spec's RTL_PIPE_REQUANT).
 //
 //   t+1  v = acc + rnd                  (rnd = 2^(s-1) for s > 0, else 0; precomputed per layer)
 //   t+2  v = s > 0 ? v >>> (s & 24) : v << ((-s) & 24)       first half of the shift
 //   t+3  v = s > 0 ? v >>> (s & 7)  : v << ((-s) & 7)        second half
-//   t+4  y = clamp(relu ? max(v, 0) : v, lo, hi)
+//   t+4  r = relu ? max(v, 0) : v, and the compares r < lo, r > hi
+//   t+5  y = r < lo ? lo : r > hi ? hi : r                   (the clamp's mux alone)
 //
 // Exact for every layer the exporter accepts (-31 <= s <= 31, |acc << -s| < 2^31 proven
 // at export); intermediates are ACC_W + 2 bits.
@@ -39,13 +40,17 @@ module zq_requant #(
                 v2 <= shr ? (v1 >>> {sh[4:3], 3'b0}) : (v1 <<< {sh[4:3], 3'b0});
                 v3 <= shr ? (v2 >>> sh[2:0]) : (v2 <<< sh[2:0]);
             end
-            logic signed [V_W-1:0] r;
-            always_comb begin
-                r = (relu && v3 < 0) ? '0 : v3;
-                if (r < V_W'(lo))      r = V_W'(lo);
-                else if (r > V_W'(hi)) r = V_W'(hi);
+            // t+4: ReLU and the clamp's compares; r keeps OUT_W bits (when neither compare holds,
+            // lo <= r <= hi and r fits)
+            wire signed [V_W-1:0] r = (relu && v3 < 0) ? '0 : v3;
+            logic                 below, above;
+            logic [OUT_W-1:0]     r4;
+            always_ff @(posedge clk) begin
+                below <= r < V_W'(lo);
+                above <= r > V_W'(hi);
+                r4    <= OUT_W'(r);
             end
-            always_ff @(posedge clk) y[p*OUT_W +: OUT_W] <= OUT_W'(r);
+            always_ff @(posedge clk) y[p*OUT_W +: OUT_W] <= below ? lo : above ? hi : r4;
         end
     endgenerate
 

@@ -52,6 +52,7 @@ module zq_top #(
     parameter N_CLASSES   = `ZQ_N_CLASSES,
     parameter GAP_ROWS    = `ZQ_GAP_ROWS,
     parameter GAP_SHIFT   = `ZQ_GAP_SHIFT,
+    parameter GAP_ROUND   = `ZQ_GAP_ROUND,
     parameter [31:0] NET_ID       = `ZQ_NET_ID,
     parameter [31:0] BUILD_PARAMS = `ZQ_BUILD_PARAMS,
     parameter [31:0] ENGINE_INFO  = `ZQ_ENGINE_INFO,
@@ -194,9 +195,18 @@ module zq_top #(
     end
 
     // ---- reset ----------------------------------------------------------------------
-    logic rst;
-    always_ff @(posedge ap_clk) rst <= !ap_rst_n;
-    wire rst_any = rst || !ap_rst_n;
+    // ap_rst_n as it comes and for one cycle after it rises (registered), for each block from its
+    // own copy of the register: no one net drives the reset of every flip-flop of the engine.
+    // The copies are kept (synthesis would merge equal registers): Yosys by the block's keep,
+    // Vivado by the signal's.
+    localparam int RST_REGS = 0, RST_CTRL = 1, RST_STEM = 2, RST_WDMA = 3, RST_FILL = 4, RST_OUT = 5,
+                   RST_CORE = 6, RST_AXIS = 7, RST_CNT = 8, N_RST = 9;
+    logic [N_RST-1:0] rst_any;
+    for (genvar k = 0; k < N_RST; k++) begin : g_rst
+        (* keep = "true" *) logic rst;
+        (* keep *) always_ff @(posedge ap_clk) rst <= !ap_rst_n;
+        assign rst_any[k] = rst || !ap_rst_n;
+    end
 
     // ---- registers ------------------------------------------------------------------
     logic        ap_start, ap_done, ap_idle, ap_ready;
@@ -206,7 +216,7 @@ module zq_top #(
     logic        v_end, v_start;
 
     zq_axil_regs #(.ADDR_W(C_S_AXI_CONTROL_ADDR_WIDTH)) u_regs (
-        .clk(ap_clk), .rst(rst_any),
+        .clk(ap_clk), .rst(rst_any[RST_REGS]),
         .s_axi_awaddr(s_axi_control_AWADDR), .s_axi_awvalid(s_axi_control_AWVALID), .s_axi_awready(s_axi_control_AWREADY),
         .s_axi_wdata(s_axi_control_WDATA), .s_axi_wstrb(s_axi_control_WSTRB), .s_axi_wvalid(s_axi_control_WVALID),
         .s_axi_wready(s_axi_control_WREADY), .s_axi_bresp(s_axi_control_BRESP), .s_axi_bvalid(s_axi_control_BVALID),
@@ -269,9 +279,18 @@ module zq_top #(
     logic [15:0] drain_frames, extra_left;   // error frames still owed for beats dropped after a long frame
     logic stall_mem;
 
-    wire addr_bad = (r_wts[63:32] != 0) || (r_wts[ALIGN_LG-1:0] != 0) || ({32'd0, r_wts[31:0]} + {32'd0, IMAGE_BYTES} > 64'(`ZQ_DDR_WINDOW_BYTES)) ||
-                    ((SCRATCH_BYTES != 0) && ((r_act[63:32] != 0) || (r_act[ALIGN_LG-1:0] != 0) ||
-                                              ({32'd0, r_act[31:0]} + {32'd0, SCRATCH_BYTES} > 64'(`ZQ_DDR_WINDOW_BYTES))));
+    // the base addresses out of the DDR window or misaligned, registered: T_CHECK reads the check
+    // of the values T_IDLE latched (wts_base, act_base). base + size > window is base > window - size
+    // (a compare with a constant), or always when the image is larger than the window.
+    localparam [63:0] WINDOW   = 64'(`ZQ_DDR_WINDOW_BYTES);
+    localparam [63:0] WTS_LAST = WINDOW - 64'(IMAGE_BYTES);     // the highest base that fits
+    localparam [63:0] ACT_LAST = WINDOW - 64'(SCRATCH_BYTES);
+    localparam        WTS_FITS = 64'(IMAGE_BYTES) <= WINDOW, ACT_FITS = 64'(SCRATCH_BYTES) <= WINDOW;
+    logic addr_bad;
+    always_ff @(posedge ap_clk)
+        addr_bad <= (r_wts[63:32] != 0) || (r_wts[ALIGN_LG-1:0] != 0) || !WTS_FITS || ({32'd0, r_wts[31:0]} > WTS_LAST) ||
+                    ((SCRATCH_BYTES != 0) && ((r_act[63:32] != 0) || (r_act[ALIGN_LG-1:0] != 0) || !ACT_FITS ||
+                                              ({32'd0, r_act[31:0]} > ACT_LAST)));
     wire new_err = stem_short || stem_long || wdma_hdr_bad || wdma_err || fill_err || out_err;
     wire quiet = !core_busy && !fill_busy && !wdma_busy && out_idle;
 
@@ -285,7 +304,7 @@ module zq_top #(
         frame_start <= 1'b0;
         v_start     <= 1'b0;
         v_end       <= 1'b0;
-        if (rst_any) begin
+        if (rst_any[RST_CTRL]) begin
             state      <= T_IDLE;
             extra_left <= '0;
             abort      <= 1'b0;
@@ -464,7 +483,7 @@ module zq_top #(
 
     zq_stem #(.IN_SIZE(IN_SIZE), .IN_CH(IN_CH), .K(STEM_K), .S(STEM_S), .SIZE(STEM_SIZE), .IN_WORDS(IN_WORDS),
               .N_CI(N_CI), .WPG(WPG), .ROW_W(ROW_W), .RAW_RR(RAW_RR)) u_stem (
-        .clk(ap_clk), .rst(rst_any), .start(frame_start), .abort(abort),
+        .clk(ap_clk), .rst(rst_any[RST_STEM]), .start(frame_start), .abort(abort),
         .ring(ROW_W'(row_src_base(LAYER_TABLE[RB-1:0]))), .lg_rows(row_src_lg_rows(LAYER_TABLE[RB-1:0])),
         .release_rows(rows_release), .rows_avail(stem_rows),
         .s_tdata(s_axis_in_TDATA), .s_tvalid(s_axis_in_TVALID), .s_tready(s_axis_in_TREADY),
@@ -475,7 +494,7 @@ module zq_top #(
 
     zq_wdma #(.WORD_BYTES(N_PE * N_CI), .WR_W(WR_W), .N_WORDS(N_WORDS), .HDR_BYTES(HDR_BYTES), .NET_ID(NET_ID),
               .CACHE(CACHE)) u_wdma (
-        .clk(ap_clk), .rst(rst_any), .start(frame_start && !addr_bad), .abort(abort),
+        .clk(ap_clk), .rst(rst_any[RST_WDMA]), .start(frame_start && !addr_bad), .abort(abort),
         .base(wts_base), .release_words(w_release), .loaded(w_loaded), .hdr_ok(wdma_hdr_ok), .hdr_bad(wdma_hdr_bad),
         .err(wdma_err), .busy(wdma_busy), .w_wr_en(w_wr_en), .w_wr_addr(w_wr_addr), .w_wr_data(w_wr_data),
         .m_arvalid(m_axi_wts_ARVALID), .m_arready(m_axi_wts_ARREADY), .m_araddr(m_axi_wts_ARADDR),
@@ -484,7 +503,7 @@ module zq_top #(
     );
 
     zq_fill_paths #(.N_PE(N_PE), .ROW_W(ROW_W), .PATHS(ACT_PATHS)) u_fill (
-        .clk(ap_clk), .rst(rst_any), .start(layer_start && c_src_ddr), .paths(c_src_path), .abort(abort),
+        .clk(ap_clk), .rst(rst_any[RST_FILL]), .start(layer_start && c_src_ddr), .paths(c_src_path), .abort(abort),
         .base(c_src_addr), .lg_w(c_lg_in), .cgrps(c_src_cgrps), .ring(c_src_base), .lg_rows(c_src_lg_rows),
         .release_rows(rows_release), .rows_avail(fill_rows), .busy(fill_busy),
         .b_valid(fill_b_valid), .b_ready(fill_b_ready), .b_row(fill_b_row), .b_data(fill_b_data),
@@ -498,7 +517,7 @@ module zq_top #(
     );
 
     zq_out_paths #(.N_PE(N_PE), .PATHS(ACT_PATHS)) u_out (
-        .clk(ap_clk), .rst(rst_any), .abort(abort), .paths(c_dst_path), .in_valid(ddr_valid), .in_addr(ddr_addr),
+        .clk(ap_clk), .rst(rst_any[RST_OUT]), .abort(abort), .paths(c_dst_path), .in_valid(ddr_valid), .in_addr(ddr_addr),
         .in_left(ddr_left), .in_data(ddr_data), .full(out_full),
         .m0_awvalid(m_axi_act_AWVALID), .m0_awready(m_axi_act_AWREADY), .m0_awaddr(m_axi_act_AWADDR),
         .m0_awlen(m_axi_act_AWLEN), .m0_wvalid(m_axi_act_WVALID), .m0_wready(m_axi_act_WREADY),
@@ -512,7 +531,7 @@ module zq_top #(
     );
 
     zq_core #(.N_PE(N_PE), .N_CI(N_CI), .DSP_PAIRS(DSP_PAIRS), .ROW_W(ROW_W), .WR_W(WR_W), .GAP_ROWS(GAP_ROWS)) u_core (
-        .clk(ap_clk), .rst(rst_any), .frame_start(frame_start), .start(layer_start), .abort(abort), .busy(core_busy),
+        .clk(ap_clk), .rst(rst_any[RST_CORE]), .frame_start(frame_start), .start(layer_start), .abort(abort), .busy(core_busy),
         .lg_in(c_lg_in), .lg_out(c_lg_out), .k3(c_k3), .s2(c_s2), .ci_chunks(c_chunks), .co_groups(c_groups),
         .co_last(c_co_last), .lg_band(c_lg_band), .ring_fed(c_ring), .src_signed(c_src_signed),
         .src_base(c_src_base), .src_lg_rows(c_src_lg_rows), .in_rows(c_in_rows), .dst_kind(c_dst_kind),
@@ -531,11 +550,12 @@ module zq_top #(
     // ---- logits ---------------------------------------------------------------------------
     logic [CLS_W-1:0] sel;
     logic [31:0]      logit;
-    zq_gap #(.N_PE(N_PE), .GAP_ROWS(GAP_ROWS), .GAP_SHIFT(GAP_SHIFT), .N_CLASSES(N_CLASSES)) u_gap (
+    zq_gap #(.N_PE(N_PE), .GAP_ROWS(GAP_ROWS), .GAP_SHIFT(GAP_SHIFT), .GAP_ROUND(GAP_ROUND),
+             .N_CLASSES(N_CLASSES)) u_gap (
         .clk(ap_clk), .wr_en(gap_wr_en), .wr_row(gap_wr_row), .wr_data(gap_wr_data), .rd_sel(sel), .rd_logit(logit)
     );
     zq_axis_out #(.N_CLASSES(N_CLASSES), .ERR_VALUE(`ZQ_ERROR_LOGIT), .LAT(2)) u_axis_out (
-        .clk(ap_clk), .rst(rst_any), .start(out_start), .err(out_err_frame), .sel(sel), .logit(logit),
+        .clk(ap_clk), .rst(rst_any[RST_AXIS]), .start(out_start), .err(out_err_frame), .sel(sel), .logit(logit),
         .m_axis_tdata(m_axis_out_TDATA), .m_axis_tvalid(m_axis_out_TVALID), .m_axis_tready(m_axis_out_TREADY),
         .m_axis_tlast(m_axis_out_TLAST[0]), .done(out_done)
     );
@@ -548,7 +568,7 @@ module zq_top #(
     logic [31:0] lc_mem [0:N_LAYERS-1];
     logic [31:0] ls_mem [0:N_LAYERS-1];
     always_ff @(posedge ap_clk) begin
-        if (rst_any) begin
+        if (rst_any[RST_CNT]) begin
             cnt_run <= 1'b0;
             o_cycles <= '0; o_stalls <= '0; o_rd <= '0; o_wr <= '0;
         end else begin

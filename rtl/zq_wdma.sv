@@ -77,6 +77,8 @@ module zq_wdma #(
     logic [31:0] c_base;
     logic [31:0] q_beat;          // next beat to request
     logic [31:0] p_beat;          // next beat to receive
+    logic        p_words;         // p_beat >= HDR_BEATS: the beats are weight words (a flag, not a
+                                  // compare: it enables the word registers, thousands of flip-flops)
     logic        cmd_ready;
     // A burst is requested once the ring slots of every word it touches are free. The burst's end
     // and the room check are registered (two cycles behind q_beat; `settle` holds requests until
@@ -140,6 +142,7 @@ module zq_wdma #(
         w_wr_en <= 1'b0;
         if (rst || start) begin
             p_beat   <= '0;
+            p_words  <= HDR_BEATS == 0;
             wbeat    <= '0;
             loaded   <= (start && cached) ? 24'(N_WORDS) : 24'd0;
             hdr_ok   <= 1'b0;
@@ -147,6 +150,7 @@ module zq_wdma #(
             err_seen <= 1'b0;
         end else if (rd_valid) begin
             p_beat <= p_beat + 32'd1;
+            if (p_beat == HDR_BEATS - 1) p_words <= 1'b1;
             if (rd_err) err_seen <= 1'b1;
             if (p_beat < `ZQ_HDR_WORDS / 2) begin   // two 32-bit header words per beat
                 hdr[2*p_beat]     <= rd_data[31:0];
@@ -160,17 +164,25 @@ module zq_wdma #(
                 else
                     hdr_bad <= !(err_seen || rd_err);
             end
-            if (p_beat >= HDR_BEATS) begin
-                word <= {rd_data, word[BPW*DW-1:DW]};
+            if (p_words) begin
                 if (32'(wbeat) == BPW - 1) begin
                     wbeat     <= '0;
                     w_wr_en   <= 1'b1;
-                    w_wr_addr <= WR_W'(loaded);
-                    w_wr_data <= {rd_data, word[BPW*DW-1:DW]};
                     loaded    <= loaded + 24'd1;
                 end else begin
                     wbeat <= wbeat + 1'b1;
                 end
+            end
+        end
+    end
+    // the word being assembled and the ring's write port: data, used only with w_wr_en, so neither
+    // reset nor start gates their enables (thousands of flip-flops: a short enable path)
+    always_ff @(posedge clk) begin
+        if (rd_valid && p_words) begin
+            word <= {rd_data, word[BPW*DW-1:DW]};
+            if (32'(wbeat) == BPW - 1) begin
+                w_wr_addr <= WR_W'(loaded);
+                w_wr_data <= {rd_data, word[BPW*DW-1:DW]};
             end
         end
     end

@@ -8,8 +8,11 @@
 ``csim/``     the HLS engine in g++ C simulation (``runner``), and behind Vitis's control block (``hls_host``)
 ``world/``    models of the outside world, each built from the vendor's document it names: the DDR behind
               the HP ports (``ddr``: UG585, AMBA AXI), the AXI DMA (``pg021``), the Vitis HLS control block
-              (``vitis_ctrl``: UG1399), the ``.hwh`` (``vitis_hwh``: pynq 3.x's parser), pynq's Overlay,
-              MMIO, DMA and allocate (``pynq_shim``: the pynq 3.x sources)
+              (``vitis_ctrl``: generated ``*_control_s_axi.v``, two generations), its register map
+              (``vitis_axilite``: UG1399's rules), the ``.hwh`` (``vitis_hwh``: pynq 3.x's parser), pynq's Overlay,
+              MMIO, DMA and allocate (``pynq_shim``: the pynq 3.x sources), Vivado's Tcl commands and
+              IPs for the board scripts (``vivado``, ``vivado_mock.tcl``, ``vivado_ref/``: UG835, the
+              IPs' product guides, UG1118)
 
 At the top: ``backends`` (the ``zynqflow.backends`` entry points ``csim`` and ``rtl``) and
 ``engine_model`` (the engine's word-level data movement in numpy, a debugging aid).

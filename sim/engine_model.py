@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from zynqflow.spec import engine as E
-from zynqflow.spec.numerics import round_shift
+from zynqflow.spec.numerics import round_shift, round_shift_mode
 
 
 class EngineModelError(RuntimeError):
@@ -110,7 +110,7 @@ class EngineModel:
         self._cached = b.weight_cache
         n = b.gap["classes"]
         c = np.arange(n)
-        return round_shift(self.gap[c // b.n_pe, c % b.n_pe], b.gap["shift"])
+        return round_shift_mode(self.gap[c // b.n_pe, c % b.n_pe], b.gap["shift"], b.gap.get("round", "half_up"))
 
     def _load_weights(self) -> None:
         """The weight DMA: as many words as the ring may hold."""

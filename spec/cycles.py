@@ -53,13 +53,13 @@ class RtlTiming:
     forming its per-layer terms (G_PREP).
     ``layer_post``: cycles after the last MAC step issues: G_END (1), the address
     pipeline (3), activation/weight reads (3), the MAC array (8), the requantizer
-    (4), the write-back (1), the busy flag's register and the four T_DRAIN cycles.
+    (5), the write-back (1), the busy flag's register and the four T_DRAIN cycles.
     A stall-free layer takes ``layer_pre + layer_post`` plus, per band, one
     G_BAND cycle and, per (band, group) block, one G_BLK cycle (the bias step)
     and its MAC steps.
     ``result_latency``: MAC-step issue to the result's entry in the output FIFO.
     ``out_fifo_ahead``: output units the MAC array may run ahead of the write
-    port: the FIFO's ``DEPTH - MARGIN`` threshold (40 units) plus results in
+    port: the FIFO's ``DEPTH - MARGIN`` threshold (39 units) plus results in
     flight when the registered ``full`` stops the loop.
     ``burst_start``: the last unit of a burst in the FIFO to its first W beat
     (command FIFO, AW issue, W queue).
@@ -83,9 +83,9 @@ class RtlTiming:
     """
 
     layer_pre: int = 6
-    layer_post: int = 22
-    result_latency: int = 19
-    out_fifo_ahead: int = 41
+    layer_post: int = 23
+    result_latency: int = 20
+    out_fifo_ahead: int = 40
     burst_start: int = 4
     dma_start: int = 2
     row_written: int = 4

@@ -44,6 +44,7 @@ imports neither torch nor export/.
 
 from __future__ import annotations
 
+import bisect
 import math
 from dataclasses import asdict, dataclass
 
@@ -61,8 +62,9 @@ W_FIFO = 64            # weight beats
 STEM_FIFO = 32         # stem units
 FILL_FIFO = 32         # DDR ring units
 OUT_FIFO = 64          # result units bound for DDR
-AVAIL_GUARD = 16       # iterations from a ring row's or weight word's last write to its first read
-RELEASE_GUARD = 4      # iterations from a slot's release to its first overwrite
+AVAIL_GUARD = E.HLS_GUARD     # iterations from a ring row's or weight word's last store to its first read
+RELEASE_GUARD = E.HLS_GUARD   # iterations from a weight-RAM slot's release to its first store
+ROW_RELEASE_GUARD = 1         # iterations from a ring row's release to its first store
 HEADER_BEATS = 3       # zq_weights.h header_ok: the HEADER fields' three 64-bit beats
 
 LABEL = "modelled (HLS engine, overlapped dataflow schedule; Vitis pipeline depths estimated, not measured)"
@@ -86,11 +88,10 @@ class HlsTiming:
     ``region_start``: a DATAFLOW region's start (ap_start of its processes, their first loop's
     entry); the layer region is started once per layer, the frame's once per frame.
     ``region_end``: the last process's ap_done to the region's (and the next layer's start).
-    ``depth_core``: the core loop's pipeline depth, drained when a layer's loop exits: the input
-    address (2: coordinates and bounds, the row), the activation and weight RAM reads (2, with
-    ``latency=2``), the DSP48E1 (4: A/D, AD, M, P), the adder tree over the N_CI lanes (2), the
-    accumulator (1), the requantization (3), the write (1): 15; also how long after a step its
-    result reaches the DDR writer's FIFO.
+    ``depth_core``: the core loop's pipeline depth, drained when a layer's loop exits: the stated
+    depth of spec ``HLS_CORE_DEPTH`` (its derivation there: the input address 2, the RAM reads 2,
+    the DSP48E1 4, the adder tree 2, the accumulator 1, the requantization 3, the store 1: 15), from
+    which the guards derive; also how long after a step its result reaches the DDR writer's FIFO.
     ``depth_io``: the stem's, readers' and writer's loops (stream or bus, assembly, write).
     ``restart``: ap_done to the next frame's ap_start with auto-restart.
     ``fifo_latency``: a FIFO item written in one cycle is readable in the next (Vitis's FIFOs
@@ -106,7 +107,7 @@ class HlsTiming:
     depth_read: int = 3
     region_start: int = 3
     region_end: int = 1
-    depth_core: int = 15
+    depth_core: int = E.HLS_CORE_DEPTH
     depth_io: int = 3
     restart: int = 2
     fifo_latency: int = 1
@@ -158,23 +159,67 @@ def _stem_scan_iters(st: dict) -> list[int]:
     return out
 
 
+def _guarded(t: float, guard: int, core_starts: list[float]) -> float:
+    """When the core sees an event of its iteration ``t`` (a ring row's or weight word's last store, a
+    slot's release) through a guard's delay line of ``guard`` iterations: ``t + guard``, or the first
+    iteration of the next layer's core loop if that comes first (its delay lines start from the
+    counters as they are: a layer's loop has drained before the next one starts)."""
+    k = bisect.bisect_right(core_starts, t)
+    return min(t + guard, core_starts[k]) if k < len(core_starts) else t + guard
+
+
+class _PortBusy:
+    """The iterations in which a layer's core cannot take a ring unit: a MAC step that writes its
+    pixel's result to the activation RAM takes the RAM's store port (the last step of every ``spp``
+    of a run of MAC steps into DST_ACT; hls/zq_core.h, the RTL's port-B rule)."""
+
+    def __init__(self):
+        self.runs: list[tuple[float, float, int]] = []     # MAC runs [start, end) of spp steps a pixel
+
+    def add(self, start: float, end: float, spp: int) -> None:
+        self.runs.append((start, end, spp))
+
+    def _blocked(self, a: float, b: float) -> int:
+        n = 0
+        for s, e, spp in self.runs:
+            first = s + spp - 1                            # the run's first result
+            lo, hi = max(a, s), min(b, e)
+            if hi > lo:
+                n += max(0, math.ceil((hi - first) / spp)) - max(0, math.ceil((lo - first) / spp))
+        return n
+
+    def advance(self, t: float, n: int) -> float:
+        """The end of the iterations that take ``n`` units from iteration ``t`` on."""
+        end = t + n
+        while self.runs:
+            e2 = t + n + self._blocked(t, end)
+            if e2 == end:
+                break
+            end = e2
+        return end
+
+
 class _Feed:
     """Items (weight words, ring rows) of ``units`` subunits each (beats, ring units) that a
     producer streams through a FIFO of ``fifo`` subunits into a ring of the core's RAM. The
     producer makes a subunit every ``c_p`` cycles from ``t0``, never more than ``fifo`` subunits
     ahead of the core; the core takes a subunit per cycle, item i once its slot is free
-    (``release.when(i + 1 - ring) + RELEASE_GUARD``, no ring: always); an item is usable
-    ``AVAIL_GUARD`` cycles after its last subunit is in (:meth:`ready`)."""
+    (its release, in iteration ``release.when(i + 1 - ring)``, through ``guard`` iterations; no
+    ring: always); an item is usable ``AVAIL_GUARD`` iterations after its last subunit's (:meth:`ready`).
+    ``core_starts``: the first iteration of each layer's core loop so far (:func:`_guarded`)."""
 
     def __init__(self, t0: float, units: int, c_p: float, fifo: int, ring: int | None, release: _Released,
-                 T: HlsTiming):
+                 T: HlsTiming, core_starts: list[float], guard: int, port: _PortBusy | None = None):
         self.t0, self.units, self.c_p, self.fifo, self.ring, self.release, self.T = t0, units, c_p, fifo, ring, \
             release, T
+        self.core_starts, self.guard, self.port = core_starts, guard, port
         self.done: list[float] = []
         self.p_end = t0                                   # the producer's time
 
     def _slot(self, i: int) -> float:
-        return float("-inf") if self.ring is None else self.release.when(i + 1 - self.ring) + RELEASE_GUARD
+        if self.ring is None:
+            return float("-inf")
+        return _guarded(self.release.when(i + 1 - self.ring), self.guard, self.core_starts)
 
     def ready(self, n: int) -> float:
         """Time the first ``n`` items are usable by the MAC array."""
@@ -186,9 +231,11 @@ class _Feed:
             p_start = max(self.p_end, slot - self.fifo * cp)     # at most a FIFO ahead of the ring's slot
             take0 = max(prev, slot, p_start + cp + lat - 1)      # the core takes the first subunit
             done = max(take0 + U, p_start + U * cp + lat)
+            if self.port is not None:                     # units wait out the results' stores
+                done = max(self.port.advance(take0, U), self.port.advance(p_start + U * cp + lat - 1, 1))
             self.done.append(done)
             self.p_end = max(p_start + U * cp, done - self.fifo - lat)
-        return self.done[n - 1] + AVAIL_GUARD if n > 0 else float("-inf")
+        return _guarded(self.done[n - 1] - 1, AVAIL_GUARD, self.core_starts) if n > 0 else float("-inf")
 
 
 def _walk(plan, M: E.MemoryModel, T: HlsTiming, cached: bool, clock_mhz: float, stretch: dict | None):
@@ -209,13 +256,14 @@ def _walk(plan, M: E.MemoryModel, T: HlsTiming, cached: bool, clock_mhz: float, 
 
     # ---- the weight reader: the words at the port's rate, W_FIFO beats ahead ----------------------
     w_release = _Released(t0)
+    core_starts: list[float] = []                          # each layer's first core-loop iteration
     lat_r = M.read_latency + T.maxi_read
     if plan.weight_cache and cached:
         weights = None
     else:
         rate_w = rates["read_beats"] / stretch.get("weights", 1.0)
         weights = _Feed(t0 + lat_r + T.depth_io, bpw, 1.0 / rate_w, W_FIFO,
-                        None if plan.weight_cache else plan.wring_words, w_release, T)
+                        None if plan.weight_cache else plan.wring_words, w_release, T, core_starts, RELEASE_GUARD)
     rd_bytes = HEADER_BEATS * 8 + (plan.image_words * eng.word_bytes if weights else 0)
     wr_bytes = 0
 
@@ -228,12 +276,13 @@ def _walk(plan, M: E.MemoryModel, T: HlsTiming, cached: bool, clock_mhz: float, 
     scan_iters = _stem_scan_iters(st)
     stem_t = [t0 + _raw_iters_to((_last_raw(st, 0) + 1) * in_size, in_ch)]   # the stem process's time
     l0 = L[0]
+    stem_port = _PortBusy()
 
     def stem_ready(n: int) -> float:
         while len(stem_done) < n:
             ys = len(stem_done)
             t = stem_t[0]
-            slot = stem_rel.when(ys + 1 - l0.ring_rows) + RELEASE_GUARD
+            slot = _guarded(stem_rel.when(ys + 1 - l0.ring_rows), ROW_RELEASE_GUARD, core_starts)
             prev = stem_done[-1] if stem_done else float("-inf")
             n_units = st["size"] * units
             if units == 1:                                 # units leave the scan, one per S columns
@@ -245,11 +294,11 @@ def _walk(plan, M: E.MemoryModel, T: HlsTiming, cached: bool, clock_mhz: float, 
                 last = first + n_units - 1
                 loop = scan_iters[ys] + n_units
             begin = max(first, slot, prev)
-            done = max(begin + n_units, last + 1)
+            done = max(stem_port.advance(begin, n_units), stem_port.advance(last, 1))
             # the scan (or the row buffer) blocks while STEM_FIFO units wait for the ring
             stem_t[0] = max(t + loop, done - STEM_FIFO)
             stem_done.append(done)
-        return stem_done[n - 1] + AVAIL_GUARD if n > 0 else float("-inf")
+        return _guarded(stem_done[n - 1] - 1, AVAIL_GUARD, core_starts) if n > 0 else float("-inf")
 
     # ---- the layer regions ------------------------------------------------------------------------
     t = t0
@@ -259,16 +308,19 @@ def _walk(plan, M: E.MemoryModel, T: HlsTiming, cached: bool, clock_mhz: float, 
         f = stretch.get(li, 1.0)
         t_start = t
         tc = t + T.region_start if li else t               # the first region starts with the frame's
+        core_starts.append(tc)
         spp = l.k * l.k * l.ci_chunks
         band_px = l.band_rows * l.out_size
         fill = None
         reader_end = tc
+        port = stem_port if li == 0 else _PortBusy()
         if l.src_kind == E.SRC_DDR:
             cg = row["src_cgrps"]
             row_beats = l.in_size * cg * bpu
             rate_f = rates["read_beats"] / f
             f_release = _Released(tc)
-            fill = _Feed(tc + lat_r + T.depth_io, l.in_size * cg, bpu / rate_f, FILL_FIFO, l.ring_rows, f_release, T)
+            fill = _Feed(tc + lat_r + T.depth_io, l.in_size * cg, bpu / rate_f, FILL_FIFO, l.ring_rows, f_release, T,
+                         core_starts, ROW_RELEASE_GUARD, port)
             rd_bytes += l.in_size * l.in_size * cg * n_pe
         stall_rows = stall_w = stall_out = 0.0
         w_free = float("-inf")                             # the DDR writer has written every queued unit
@@ -294,6 +346,8 @@ def _walk(plan, M: E.MemoryModel, T: HlsTiming, cached: bool, clock_mhz: float, 
                 tc += 1                                    # the bias step
                 t_run = tc
                 tc += band_px * spp
+                if l.dst_kind == E.DST_ACT and l.src_kind != E.SRC_ACT:
+                    port.add(t_run, tc, spp)
                 if l.dst_kind == E.DST_DDR:
                     first = t_run + spp + T.depth_core + T.fifo_latency
                     start = max(w_free, first)
@@ -303,20 +357,23 @@ def _walk(plan, M: E.MemoryModel, T: HlsTiming, cached: bool, clock_mhz: float, 
                         stall_out += lim - tc
                         tc = lim
                     wr_bytes += band_px * n_pe
-                if not l.resident:
-                    w_release.set(tc, blk_end)
+                if not l.resident:                         # released in the block's last step
+                    w_release.set(tc - 1, blk_end)
             rel = _released_rows(l, b)
             if l.src_kind == E.SRC_STEM:
-                stem_rel.set(tc, rel)
+                stem_rel.set(tc - 1, rel)
             elif fill is not None:
-                f_release.set(tc, rel)
+                f_release.set(tc - 1, rel)
         if l.resident:
-            w_release.set(tc, blk0 + l.co_groups * l.w_blk)
-        # the core's loop ends when every ring unit is in (its tail), then drains its pipeline
+            w_release.set(tc - 1, blk0 + l.co_groups * l.w_blk)
+        # the core's loop ends when every ring unit is in (its tail: the loop exits in the iteration after
+        # the last unit's, on registered flags), then drains its pipeline
         if l.src_kind == E.SRC_STEM:
-            tc = max(tc, stem_ready(st["size"]) - AVAIL_GUARD + 1)
+            stem_ready(st["size"])
+            tc = max(tc, stem_done[-1] + 1)
         elif fill is not None:
-            tc = max(tc, fill.ready(l.in_size) - AVAIL_GUARD + 1)
+            fill.ready(l.in_size)
+            tc = max(tc, fill.done[-1] + 1)
             reader_end = fill.done[-1]
         core_end = tc + T.depth_core
         if li == len(L) - 1:

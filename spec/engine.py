@@ -54,8 +54,8 @@ AXI_LINE_BYTES = AXI_BURST_BEATS * AXI_DATA_BITS // 8   # 128: the DMAs' bursts 
 RTL_PIPE_ADDR = 3        # zq_loop_gen: L1 (taps, bounds), L2 (row terms), S0 (the step)
 RTL_PIPE_READ = 3        # activation RAM and weight-ring read: S0 -> S3
 RTL_PIPE_MAC = 8         # zq_mac_array: S3 -> S11
-RTL_PIPE_REQUANT = 4     # zq_requant: S11 -> S15
-RTL_PIPE_WRITEBACK = 1   # S16: the write-back registers (activation RAM, output FIFO, GAP sums)
+RTL_PIPE_REQUANT = 5     # zq_requant: S11 -> S16
+RTL_PIPE_WRITEBACK = 1   # S17: the write-back registers (activation RAM, output FIFO, GAP sums)
 RTL_PIPE_DEPTH = RTL_PIPE_ADDR + RTL_PIPE_READ + RTL_PIPE_MAC + RTL_PIPE_REQUANT + RTL_PIPE_WRITEBACK
 # zq_mac_array's lanes: a DSP48E1 pair has its product (P) 4 cycles after its operands, and so has
 # an exact LUT multiplier (zq_lut_mul: operand registers, then three adder stages); both are split
@@ -69,6 +69,24 @@ RTL_OUT_FIFO_MARGIN = RTL_PIPE_DEPTH + 1 + 4
 # zq_top waits RTL_LAYER_DRAIN cycles after zq_core's busy falls (the last result in the
 # write-back registers) before it fetches the next layer's row (at least the write-back).
 RTL_LAYER_DRAIN = 4
+
+# ---------------------------------------------------------------------------
+# The HLS engine's core loop (hls/zq_core.h CORE): one free-running loop at II=1 that declares its
+# RAMs free of inter-iteration dependences (DEPENDENCE inter false), which the guards make true.
+# HLS_CORE_DEPTH is its stated pipeline depth (iterations from a step's issue to its last store),
+# estimated for Vitis HLS 2023.2 at 10 ns on the xc7z020-1: the input address 2 (coordinates and
+# bounds, the row), the activation- and weight-RAM reads 2 (latency=2), the DSP48E1 4 (A/D, AD, M,
+# P), the adder tree over N_CI lanes 2, the accumulator 1, the requantization 3, the store (result
+# or ring unit, one per bank) 1. Any store lands at most HLS_CORE_DEPTH - 1 iterations after any
+# read of the same iteration, or the reverse; the guards take twice that, plus one:
+#   AVAIL_GUARD:   a ring row or weight word is read HLS_GUARD iterations after its last store issued;
+#   RELEASE_GUARD: a released weight-RAM slot is stored to HLS_GUARD iterations after its release
+#   (a ring row's slot needs no guard: its store is the result's, after the reads by construction).
+# The pipeline-hazard C simulation (sim/csim: hazard modes) defers every store by each D up to
+# 2 * HLS_CORE_DEPTH, and every read likewise, bit-exact; `make hls` fails when the csynth report
+# gives CORE an II other than 1 or a depth beyond 2 * HLS_CORE_DEPTH (bench/csynth_check.py).
+HLS_CORE_DEPTH = 15
+HLS_GUARD = 2 * HLS_CORE_DEPTH + 1
 
 ERROR_LOGIT = -32768   # every beat of an error frame (int16 minimum, sign-extended to 32 bits)
 
@@ -89,6 +107,39 @@ PATH_1 = 1
 PATH_2 = 2
 PATH_BOTH = PATH_1 | PATH_2
 DST_KINDS = {"act": DST_ACT, "ddr": DST_DDR, "gap": DST_GAP}
+
+
+# ---------------------------------------------------------------------------
+# The global average pool's rounding: logit = (sum + bias) >> k over 2^k pixels (arithmetic
+# shift; k = 0: the sum itself), one mode per network (NetConfig.gap_round), built into the
+# engine as the constant GAP_ROUND beside GAP_SHIFT. The bias term of each mode, with
+# h = 2^(k-1), neg = the sum's sign bit, odd = bit k of the sum (docs/fixed-point.md):
+@dataclass(frozen=True)
+class GapRounding:
+    name: str
+    code: int
+    bias: str          # the rounding term added before the shift
+    doc: str
+
+
+GAP_ROUNDINGS: tuple[GapRounding, ...] = (
+    GapRounding("half_up", 0, "h", "ties toward +inf (the project's own networks; numerics.round_shift)"),
+    GapRounding("floor", 1, "0", "toward -inf, no rounding term (QONNX/Brevitas FLOOR: TruncAvgPool2d with a "
+                                 "floor trunc_quant)"),
+    GapRounding("half_even", 2, "h - 1 + odd", "ties to even (QONNX ROUND/HALF_EVEN, Brevitas ROUND = torch.round: "
+                                               "TruncAvgPool2d's default RoundTo8bit)"),
+    GapRounding("half_away", 3, "h - neg", "ties away from zero (QONNX HALF_UP)"),
+)
+GAP_ROUND = {m.name: m for m in GAP_ROUNDINGS}
+GAP_ROUND_HALF_UP, GAP_ROUND_FLOOR, GAP_ROUND_HALF_EVEN, GAP_ROUND_HALF_AWAY = (m.code for m in GAP_ROUNDINGS)
+DEFAULT_GAP_ROUND = "half_up"
+
+
+def gap_round_code(name: str) -> int:
+    """The engine's code of a GAP rounding mode; a clear error naming the known ones."""
+    if name not in GAP_ROUND:
+        raise ValueError(f"unknown global-average-pool rounding {name!r} (known: {', '.join(GAP_ROUND)})")
+    return GAP_ROUND[name].code
 
 
 @dataclass(frozen=True)
@@ -406,6 +457,15 @@ def header_bytes(word_bytes: int) -> int:
 # The DDR window an address may fall in (PYNQ-Z2: 512 MiB of DDR3 at 0).
 DDR_WINDOW_BYTES = 1 << 29
 ADDR_ALIGN = 4096
+
+# The clock the engine is built for (the HLS flow's 10 ns target; FCLK_CLK0 on the board, and the
+# FREQ_HZ of the RTL twin's IP), and the control registers' segment in the processor's address
+# map: 64 KiB, the range the block design gives it (Vitis names it address block "Reg"). The RTL
+# twin's IP decodes every address bit of that segment (CTRL_ADDR_BITS), so that no register
+# appears again at +0x100 (a read there would clear ap_done).
+CLOCK_MHZ = 100
+CTRL_SEGMENT_BYTES = 1 << 16
+CTRL_ADDR_BITS = (CTRL_SEGMENT_BYTES - 1).bit_length()
 
 
 # ---------------------------------------------------------------------------

@@ -5,7 +5,9 @@
 
 Writes, from :mod:`zynqflow.spec.engine` only:
 
-``hls/zq_spec.h``     C++ constants, the layer-row struct, register offsets, and
+``hls/zq_spec.h``     C++ constants, the layer-row struct (plain ints, for the compile-time
+                      checks of a table) and its registers (``LayerRegs``: every field an
+                      ``ap_uint``/``ap_int`` of its width), register offsets, and
                       ``ZQ_AXILITE_PRAGMAS``: the s_axilite pragmas with their offsets;
 ``rtl/zq_spec.svh``   SystemVerilog macros (constants, register offsets, status bits)
                       and row decode functions (``include`` it inside a module);
@@ -33,7 +35,10 @@ CONSTANTS = ("SPEC_VERSION", "LANE_BITS", "W_BITS_MAX", "ACC_BITS", "BIAS_BITS",
              "STATUS_ERRCNT_SHIFT", "STATUS_ERRCNT_MAX", "HEADER_MAGIC", "ADDR_ALIGN", "DDR_WINDOW_BYTES", "ROW_BITS",
              "AXI_LINE_BYTES", "RTL_PIPE_ADDR", "RTL_PIPE_READ", "RTL_PIPE_MAC", "RTL_PIPE_REQUANT",
              "RTL_PIPE_WRITEBACK", "RTL_PIPE_DEPTH", "RTL_OUT_FIFO_UNITS", "RTL_OUT_FIFO_MARGIN", "RTL_LAYER_DRAIN",
-             "RTL_LUT_MUL_LAT", "PATH_1", "PATH_2", "PATH_BOTH")
+             "RTL_LUT_MUL_LAT", "PATH_1", "PATH_2", "PATH_BOTH",
+             "GAP_ROUND_HALF_UP", "GAP_ROUND_FLOOR", "GAP_ROUND_HALF_EVEN", "GAP_ROUND_HALF_AWAY")
+# the HLS engine's own constants (hls/zq_spec.h only)
+HLS_CONSTANTS = ("HLS_CORE_DEPTH", "HLS_GUARD")
 
 
 def _const(name: str) -> int:
@@ -48,8 +53,8 @@ def _hex(v: int) -> str:
 def cpp_header() -> str:
     L = [f"// {BANNER}", "// The engine specification for the HLS engine (hls/): constants, the layer-table",
          "// row, status bits and the register map. See docs/engine-spec.md.",
-         "#ifndef ZQ_SPEC_H", "#define ZQ_SPEC_H", "", "namespace zq_spec {", ""]
-    for n in CONSTANTS:
+         "#ifndef ZQ_SPEC_H", "#define ZQ_SPEC_H", "", "#include <ap_int.h>", "", "namespace zq_spec {", ""]
+    for n in CONSTANTS + HLS_CONSTANTS:
         v = _const(n)
         ty = "unsigned" if v > 0x7FFFFFFF or n in ("HEADER_MAGIC", "STATUS_FLAGS_MASK") else "int"
         L.append(f"constexpr {ty} {n} = {_hex(v) + 'u' if ty == 'unsigned' else v};")
@@ -76,7 +81,16 @@ def cpp_header() -> str:
     for f in E.ROW:
         L.append(f"    ROW_{f.name.upper()}_LSB = {pos}, ROW_{f.name.upper()}_BITS = {f.bits},")
         pos += f.bits
-    L += ["};", "", "}  // namespace zq_spec", ""]
+    L += ["};", ""]
+    L += ["// The row in registers of the spec's widths (what the engine's counters and comparisons use):",
+          "// one type per field, LayerRegs, and layer_regs() converting a LayerRow."]
+    for f in E.ROW:
+        L.append(f"typedef ap_{'int' if f.signed else 'uint'}<{f.bits}> row_{f.name}_t;")
+    L += ["struct LayerRegs {"]
+    L += [f"    row_{f.name}_t {f.name};" for f in E.ROW]
+    L += ["};", "inline LayerRegs layer_regs(const LayerRow& r) {", "#pragma HLS INLINE", "    LayerRegs g;"]
+    L += [f"    g.{f.name} = r.{f.name};" for f in E.ROW]
+    L += ["    return g;", "}", "", "}  // namespace zq_spec", ""]
     # pragmas: every shared register of kind in*/out and the block control, at its offset
     L += ["// The s_axilite interface of zq_top with the spec's offsets (use inside the top function).",
           "#define ZQ_PRAGMA(x) _Pragma(#x)", "#define ZQ_AXILITE_PRAGMAS \\"]
@@ -110,6 +124,7 @@ def svh_header() -> str:
     L.append(f"`define ZQ_HDR_WORDS {len(E.HEADER)}")
     for eng in ("hls", "rtl"):
         L.append(f"`define ZQ_REG_ADDR_BITS_{eng.upper()} {E.reg_addr_bits(eng)}")
+    L.append(f"`define ZQ_CTRL_ADDR_BITS {E.CTRL_ADDR_BITS}")
     for r in E.REGISTERS:
         L.append(f"`define ZQ_REG_{r.name.upper()} 'h{r.offset:02X}")
     pos = 0
@@ -171,7 +186,7 @@ def tcl_spec() -> str:
          "# board/ip/package_rtl_ip.tcl): AXI constants, the DDR window, the register maps.",
          "# See docs/engine-spec.md.", ""]
     for n in ("SPEC_VERSION", "AXI_DATA_BITS", "AXI_ADDR_BITS", "AXI_BURST_BEATS", "STREAM_BITS",
-              "DDR_WINDOW_BYTES", "ADDR_ALIGN"):
+              "DDR_WINDOW_BYTES", "ADDR_ALIGN", "CLOCK_MHZ", "CTRL_SEGMENT_BYTES", "CTRL_ADDR_BITS"):
         L.append(f"set zq_spec({n.lower()}) {_const(n)}")
     for eng in ("hls", "rtl"):
         regs = E.REGMAP_HLS if eng == "hls" else E.REGMAP_RTL
@@ -201,7 +216,12 @@ def markdown() -> str:
         L.append(f"| `{f.name}` | {f.bits} | {pos} | {'yes' if f.signed else ''} | {f.doc} |")
         pos += f.bits
     L += ["", "Source kinds: `SRC_STEM`=0, `SRC_ACT`=1, `SRC_DDR`=2. Destination kinds: `DST_ACT`=0, "
-          "`DST_DDR`=1, `DST_GAP`=2.", "", "## Register map (s_axi_control)", "",
+          "`DST_DDR`=1, `DST_GAP`=2.", "", "## Global average pool rounding", "",
+          "One mode per network (`GAP_ROUND` of the export, beside `GAP_SHIFT` = k): logit = (sum + bias) >> k, "
+          "an arithmetic shift (k = 0: the sum). h = 2^(k-1), neg = the sum's sign bit, odd = bit k of the sum.", "",
+          "| code | mode | bias | meaning |", "|---|---|---|---|"]
+    L += [f"| {m.code} | `{m.name}` | {m.bias} | {m.doc} |" for m in E.GAP_ROUNDINGS]
+    L += ["", "## Register map (s_axi_control)", "",
           "Offsets are fixed by the spec in both engines (the HLS pragmas carry `offset=`). "
           "Inputs take 8 bytes (64-bit: 12), outputs 16 (data, then the ap_vld control word at +4), "
           "the layout Vitis HLS 2023.2 would give these arguments in this order.", "",

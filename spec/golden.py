@@ -68,5 +68,5 @@ def golden_logits(qnet: QNet, frames: np.ndarray, batch_size: int = 1000) -> np.
     for i in range(0, len(frames), batch_size):
         t = golden_tensors(qnet, frames[i:i + batch_size])[qnet.cfg.output_tensor]
         n, h, w, c = t.shape
-        out.append(gap_shift(t.sum(axis=(1, 2)), h * w)[:, : qnet.num_classes])
+        out.append(gap_shift(t.sum(axis=(1, 2)), h * w, qnet.cfg.gap_round)[:, : qnet.num_classes])
     return np.concatenate(out) if out else np.zeros((0, qnet.num_classes), np.int64)

@@ -108,9 +108,30 @@ def pixels_shift(pixels: int) -> int:
     return k
 
 
-def gap_shift(total, pixels: int):
-    """Global average over 2^k pixels: (sum + 2^(k-1)) >> k, no division."""
-    return round_shift(total, pixels_shift(pixels))
+def round_shift_mode(acc, s: int, mode: str = "half_up"):
+    """(acc + bias) >> s, an arithmetic shift whose rounding term ``bias`` is the mode's
+    (spec.engine.GAP_ROUNDINGS; h = 2^(s-1), neg = acc's sign bit, odd = bit s of acc):
+    ``half_up`` h (ties toward +inf, :func:`round_shift`), ``floor`` 0, ``half_even``
+    h - 1 + odd, ``half_away`` h - neg. s <= 0: acc << -s (no rounding)."""
+    acc = _int(acc)
+    if s <= 0 or mode == "half_up":
+        return round_shift(acc, s)
+    half = 1 << (s - 1)
+    if mode == "floor":
+        bias = 0
+    elif mode == "half_even":
+        bias = half - 1 + ((acc >> s) & 1)
+    elif mode == "half_away":
+        bias = half - ((acc >> 63) & 1)      # int64: acc >> 63 is -1 for a negative value, else 0
+    else:
+        raise ValueError(f"unknown rounding mode {mode!r} (half_up, floor, half_even, half_away)")
+    return (acc + bias) >> s
+
+
+def gap_shift(total, pixels: int, mode: str = "half_up"):
+    """Global average over 2^k pixels: (sum + bias) >> k with the rounding term of ``mode``
+    (:func:`round_shift_mode`; the default, ``half_up``, adds 2^(k-1)), no division."""
+    return round_shift_mode(total, pixels_shift(pixels), mode)
 
 
 def quantize_real(x: np.ndarray, fmt: QFormat) -> np.ndarray:

@@ -13,7 +13,7 @@ every stage that evaluates the network walks it with :func:`run_graph`.
 A network config file is JSON in one of two forms (``docs/config-schema.md``):
 the full form (``name``, ``input_size``, ``in_channels``, ``num_classes``,
 ``layers``: a list of :class:`LayerSpec` objects, optional ``act_bits``,
-``weight_bits``, ``out_bits``, ``class_names``) or the compact form (the same
+``weight_bits``, ``out_bits``, ``class_names``, ``gap_round``) or the compact form (the same
 top-level fields with ``stem`` and ``fires``: a list of :class:`FireSpec`
 objects, optional ``head_channels`` and ``head_splits``, instead of
 ``layers``). :func:`validate_config` checks a config against that schema and
@@ -27,6 +27,8 @@ import json
 from dataclasses import MISSING, asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Callable, Sequence, TypeVar
+
+from .engine import GAP_ROUND
 
 INPUT = "input"  # name of the network's input tensor
 
@@ -90,6 +92,7 @@ class NetConfig:
     weight_bits: int = 8
     out_bits: int = 16
     class_names: tuple[str, ...] = ()
+    gap_round: str = "half_up"      # the global average pool's rounding (spec.engine.GAP_ROUNDINGS)
 
     # ---- derived views -------------------------------------------------
     @property
@@ -122,6 +125,8 @@ class NetConfig:
     def to_dict(self) -> dict:
         d = asdict(self)
         d["layers"] = [asdict(l) for l in self.layers]
+        if self.gap_round == "half_up":      # the default: left out, so existing configs and IDs stay as they were
+            del d["gap_round"]
         return d
 
     @staticmethod
@@ -141,7 +146,7 @@ class NetConfig:
                 head_channels=d.get("head_channels"),
                 head_splits=d.get("head_splits", 1),
                 class_names=tuple(d.get("class_names", ())),
-                **{k: d[k] for k in ("act_bits", "weight_bits", "out_bits") if k in d},
+                **{k: d[k] for k in ("act_bits", "weight_bits", "out_bits", "gap_round") if k in d},
             )
         d["layers"] = tuple(LayerSpec(**l) for l in d["layers"])
         d["class_names"] = tuple(d.get("class_names", ()))
@@ -182,7 +187,8 @@ def _dataclass_schema(cls, minimum: dict[str, int]) -> dict[str, tuple[str, bool
 
 _COMMON = {"name": ("str", True, None), "input_size": ("int", True, 1), "in_channels": ("int", True, 1),
            "num_classes": ("int", True, 1), "act_bits": ("int", False, 1), "weight_bits": ("int", False, 1),
-           "out_bits": ("int", False, 1), "class_names": ("list[str]", False, None)}
+           "out_bits": ("int", False, 1), "class_names": ("list[str]", False, None),
+           "gap_round": ("str", False, None)}
 # the schema, per form: field -> (type, required, minimum)
 CONFIG_SCHEMA = {
     "full": {**_COMMON, "layers": ("list[layer]", True, None)},
@@ -239,6 +245,9 @@ def validate_config(d, source: str = "network config") -> str:
         name = item.get("name") if isinstance(item, dict) else None
         where = f"{kind}s[{i}]" + (f" '{name}'" if isinstance(name, str) else "")
         _check_fields(item, CONFIG_SCHEMA[kind], source, where)
+    if "gap_round" in d and d["gap_round"] not in GAP_ROUND:
+        raise ConfigError(source, "", f"field 'gap_round' is {json.dumps(d['gap_round'])}; the global average pool "
+                                      f"rounds {', '.join(GAP_ROUND)} (docs/fixed-point.md)")
     names = d.get("class_names") or []
     if names and len(names) != d["num_classes"]:
         raise ConfigError(source, "", f"field 'class_names' has {len(names)} names for num_classes "
@@ -326,6 +335,9 @@ def check_rules(cfg: NetConfig) -> None:
         raise DesignRuleError(INPUT, f"input size {cfg.input_size} is not a power of two")
     if cfg.in_channels < 1:
         raise DesignRuleError(INPUT, "input needs at least one channel")
+    if cfg.gap_round not in GAP_ROUND:
+        raise DesignRuleError(cfg.name, f"gap_round {cfg.gap_round!r} is not a rounding of the global average pool "
+                                        f"({', '.join(GAP_ROUND)})")
     for bits, what in ((cfg.act_bits, "act_bits"), (cfg.weight_bits, "weight_bits"), (cfg.out_bits, "out_bits")):
         if not 2 <= bits <= 16:
             raise DesignRuleError(cfg.name, f"{what}={bits} is outside 2..16")

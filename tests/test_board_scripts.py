@@ -1,13 +1,19 @@
 """board/ scripts without Vivado and without a board.
 
-* The RTL twin's Vivado IP (board/ip/package_rtl_ip.tcl under tclsh with Vivado's commands
-  stubbed, tests/vivado_mock.py) checked against the RTL itself (tests/ip_check.py):
-  Verilator's parse of the Verilog wrapper and of zq_top, the export's values, the engine
-  specification's register map, the driver's own .hwh checks; deliberately broken copies
-  (a renamed port, a dropped parameter, a wrong port direction, an unset parameter, a moved
-  register) fail.
+* The Vivado mock (zynqflow.sim.world.vivado: each command with its UG835 options, each IP's
+  CONFIG.* parameters and pins from its product guide, the IP packager's objects, every entry
+  citing its source): the real scripts run with no problem (``make check-board-scripts``);
+  deliberately broken copies fail naming the script's line: a misspelt command, an unknown
+  option, bus parameter, CONFIG.* name, pin, VLNV or family, a command the packager does not
+  have, HAS_TSTRB against the DMA, FREQ_HZ and the include files dropped.
+* The RTL twin's Vivado IP (board/ip/package_rtl_ip.tcl under the mock, tests/vivado_mock.py)
+  checked against the RTL itself (zynqflow.bench.board_check): Verilator's parse of the Verilog
+  wrapper and of zq_top, the export's values, the engine specification's register map, the
+  driver's own .hwh checks; deliberately broken copies (a renamed port, a dropped parameter, a
+  wrong port direction, an unset parameter, a moved register) fail.
 * board/pynq_z2.tcl with either engine: identical wiring, each engine's own address spaces
-  on the DDR window, the control registers, the Vitis names derived from the HLS source;
+  on the DDR window, the control registers, the Vitis names derived from the HLS source,
+  checked on the block design the mock built (cells, CONFIG values, nets, address map);
   broken copies (an engine's spaces by the other's names) fail. Its timing check and PS
   settings.
 * bitstream.sh: ENGINE=rtl|hls (a fake `vivado` on PATH), the timing gate, the missing-Vivado
@@ -28,10 +34,11 @@ from pathlib import Path
 
 import pytest
 
-import ip_check as C
-from vivado_mock import run_block_design, run_package_ip
+from vivado_mock import BlockDesign, problems, run_block_design, run_package_ip
+from zynqflow.bench import board_check as C
 from zynqflow.export import fixtures as exports
 from zynqflow.host.manifest import REPO
+from zynqflow.sim.world import vivado as V
 from zynqflow.spec import engine as E
 
 UTIL_2023 = """\
@@ -196,6 +203,7 @@ needs_tclsh = pytest.mark.skipif(shutil.which("tclsh") is None, reason="no tclsh
 def test_tcl_fails_on_negative_slack(tmp_path):
     r, log, out = _tcl(tmp_path, wns="-0.321")
     assert r.returncode == 3 and log.rstrip().endswith("EXIT 3"), r.stdout + r.stderr
+    assert problems(log) == []
     assert "timing NOT met at 100 MHz: WNS -0.321 ns, WHS 0.05 ns" in r.stderr
     assert not (out / "zynqnet-mini_pynq-z2.bit").exists() and not (out / "zynqnet-mini_pynq-z2.hwh").exists()
     assert (out / "timing.txt").read_text().split("\n")[:4] == ["wns_ns -0.321", "whs_ns 0.05", "fclk_mhz 100",
@@ -266,7 +274,7 @@ def test_tcl_fallback_ps_settings_are_pynq_z2_base(tmp_path):
 
 @needs_tclsh
 @pytest.mark.parametrize("engine,space", [("hls", "Data_m_axi_"), ("rtl", "m_axi_")])
-def test_tcl_engine_ddr_ports(tmp_path, engine, space):
+def test_tcl_engine_ddr_ports(tmp_path, engine, space, rtl_entry):
     """The engine's AXI4 masters reach the DDR through PS7 high-performance ports in 64-bit mode
     (m_axi_wts -> HP0, m_axi_act -> HP2 on another DDR controller port, and the RTL twin's second
     activation path m_axi_act2 -> HP3), each through an AXI protocol converter (AXI4 -> AXI3, no
@@ -274,7 +282,7 @@ def test_tcl_engine_ddr_ports(tmp_path, engine, space):
     0, 512 MiB (the engine's window) in every address space (each engine's by its own names), and
     the clock and reset of every other port; the DMA keeps to HP1; the HLS engine, which has no
     m_axi_act2, leaves HP3 off."""
-    r, log, _ = run_block_design(tmp_path, engine, MOCK_WNS="0.3")
+    r, log, _ = run_block_design(tmp_path, engine, rtl_entry=rtl_entry, MOCK_WNS="0.3")
     assert r.returncode == 0, r.stderr
     assert E.DDR_WINDOW_BYTES == 512 << 20
     ports = (("wts", "HP0"), ("act", "HP2")) + ((("act2", "HP3"),) if engine == "rtl" else ())
@@ -318,6 +326,12 @@ def packaged(tiny, hdl, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("ip")
     r, log, model = run_package_ip(tmp, tiny, C.mock_hdl_file(hdl[1], tmp / "hdl.txt"))
     return r, log, model, tmp / "rtl_ip"
+
+
+@pytest.fixture(scope="module")
+def rtl_entry(packaged, hdl):
+    """The RTL twin's IP in the mock's catalog, as the packaging built it."""
+    return V.rtl_ip_entry(packaged[2], {p.name: p.direction for p in hdl[1].ports.values()})
 
 
 def _mirror(tmp_path: Path, edits: dict[str, tuple[str, ...]]) -> Path:
@@ -364,15 +378,21 @@ def test_rtl_ip_against_the_rtl(tiny, hdl, packaged):
     """The packaged IP: each interface maps existing ports with the directions and widths of its bus
     type, every port in one interface, clock and active-low reset of all; every parameter the
     wrapper's, with the export's value; the specification's RTL register map as the driver reads
-    it; one IP per network (the export's rtl_params.svh in the IP's sources)."""
+    it; the headers include files; one IP per network (the export's rtl_params.svh in the IP's
+    sources); no problem under the mock."""
     core, wrapper = hdl
     r, log, model, ip_dir = packaged
     assert r.returncode == 0 and log.rstrip().endswith("EXIT 0"), r.stdout + r.stderr
+    assert problems(log) == []
     assert C.check_interfaces(model, wrapper, core) == []
     assert C.check_parameters(model, wrapper, tiny) == []
     assert C.check_registers(model, wrapper) == []
+    assert C.check_files(model) == []
     assert "ipx::package_project -root_dir {} -vendor zynqflow.org -library rtl".format(ip_dir) in log
-    assert model.core().props["name"] == "zq_top" and "set_property top zq_top_ip fileset" in log
+    assert model.core().props["name"] == "zq_top" and "set_property top zq_top_ip sources_1" in log
+    assert model.bus_parameters("ap_clk")["FREQ_HZ"] == str(E.CLOCK_MHZ * 1_000_000)
+    assert {model.bus_parameters(s)["HAS_TSTRB"] for s in ("s_axis_in", "m_axis_out")} == {"0"}
+    assert (ip_dir / "component.xml").is_file()
     assert set(model.bus_interfaces()) == {"s_axi_control", "m_axi_wts", "m_axi_act", "m_axi_act2", "s_axis_in",
                                            "m_axis_out", "ap_clk", "ap_rst_n", "interrupt"}
     # Vivado's own inference removed before the explicit interfaces (the mock refuses a second
@@ -460,36 +480,42 @@ def _regmap_bytes(engine: str) -> int:
     return max(r.offset + r.footprint for r in (E.REGMAP_RTL if engine == "rtl" else E.REGMAP_HLS))
 
 
-def _ip_interfaces(model) -> dict[str, str]:
-    return {n: b.props.get("master_address_space_ref", "") for n, b in model.bus_interfaces().items()
-            if b.props.get("bus_type_vlnv") in (C.AXIMM, C.AXIS)}
+def _check_bd(log: str, engine: str, rtl_entry: dict) -> list[str]:
+    entry, vlnv = (rtl_entry, V.RTL_VLNV) if engine == "rtl" else (V.hls_ip_entry(), V.HLS_VLNV)
+    return C.check_block_design(BlockDesign.from_log(log), entry, vlnv, _regmap_bytes(engine),
+                                E.CTRL_SEGMENT_BYTES if engine == "rtl" else None)
 
 
 @needs_tclsh
-def test_block_design_either_engine(tmp_path, packaged):
+def test_block_design_either_engine(tmp_path, packaged, rtl_entry):
     """ENGINE=rtl and ENGINE=hls wire the same design: the logs differ only in the IP's VLNV and
-    the names of the engine's two address spaces. Each engine's use is checked against that
-    engine: the RTL IP's interfaces and address spaces as packaged, the HLS IP's as Vitis names
-    them from hls/'s INTERFACE pragmas (UG1399): every interface connected, each master's own
-    space on the DDR window, the control registers in one 64 KiB segment at 0x4000_0000."""
+    the names of the engine's two address spaces. Each engine's use is checked on the block design
+    the mock built against that engine's IP: the RTL IP's interfaces and address spaces as
+    packaged, the HLS IP's as Vitis names them from hls/'s INTERFACE pragmas (UG1399): every
+    interface and pin connected, each master's own space on the DDR window of its HP port, the
+    control registers in one 64 KiB segment at 0x4000_0000, the PS clock, the DMA's mode."""
     model = packaged[2]
     logs = {}
     for engine in ("rtl", "hls"):
         d = tmp_path / engine
         d.mkdir()
-        r, log, _ = run_block_design(d, engine, MOCK_WNS="0.3")
-        assert r.returncode == 0, r.stderr
+        r, log, _ = run_block_design(d, engine, rtl_entry=rtl_entry, MOCK_WNS="0.3")
+        assert r.returncode == 0 and problems(log) == [], r.stderr
         assert f"pynq_z2.tcl: accelerator IP zynqflow.org:{engine}:zq_top:1.0 (engine {engine})" in r.stdout
-        ifs = _ip_interfaces(model) if engine == "rtl" else C.hls_interfaces()
-        assert C.check_block_design(log, ifs, HDL_PINS, _regmap_bytes(engine)) == []
+        assert _check_bd(log, engine, rtl_entry) == []
+        bd = BlockDesign.from_log(log)
+        assert bd.addr[("ps7/Data", "zq_top_0/s_axi_control/Reg")] == (0x4000_0000, E.CTRL_SEGMENT_BYTES)
         lines = [l.replace(str(d), "TMP").replace(f"zynqflow.org:{engine}:zq_top", "ENGINE_IP")
                  for l in log.splitlines() if not l.startswith("SET\t")]
         logs[engine] = [re.sub(r"zq_top_0/(Data_)?m_axi_(wts|act)\b", r"zq_top_0/SPACE_\2", l)
-                        if "addr_space" in l or "assign_bd_address" in l else l for l in lines]
+                        if "addr_space" in l or "assign_bd_address" in l or l.startswith(("ADDR\t", "AUTO\t")) else l
+                        for l in lines]
     assert C.hls_interfaces() == {"s_axi_control": "", "m_axi_wts": "Data_m_axi_wts", "m_axi_act": "Data_m_axi_act",
                                   "s_axis_in": "", "m_axis_out": ""}
-    assert _ip_interfaces(model) == {"s_axi_control": "", "m_axi_wts": "m_axi_wts", "m_axi_act": "m_axi_act",
-                                     "m_axi_act2": "m_axi_act2", "s_axis_in": "", "m_axis_out": ""}
+    assert {n: b.props.get("master_address_space_ref", "") for n, b in model.bus_interfaces().items()
+            if b.props.get("bus_type_vlnv") in (C.AXIMM, C.AXIS)} == \
+        {"s_axi_control": "", "m_axi_wts": "m_axi_wts", "m_axi_act": "m_axi_act",
+         "m_axi_act2": "m_axi_act2", "s_axis_in": "", "m_axis_out": ""}
     # the same design but for the RTL twin's second activation path (m_axi_act2 -> act2_pc -> HP3)
     rtl, prev_dropped = [], False
     for l in logs["rtl"]:
@@ -503,36 +529,226 @@ def test_block_design_either_engine(tmp_path, packaged):
 
 
 @needs_tclsh
-def test_block_design_engine_argument(tmp_path):
+def test_block_design_engine_argument(tmp_path, rtl_entry):
     """No engine given: the IP's (its VLNV library); one given that is not the IP's, or unknown: refused."""
     for d in "abc":
         (tmp_path / d).mkdir()
-    r, log, _ = run_block_design(tmp_path / "a", None, MOCK_IPDEF="zynqflow.org:rtl:zq_top:1.0", MOCK_WNS="0.3")
+    r, log, _ = run_block_design(tmp_path / "a", None, rtl_entry=rtl_entry, MOCK_IPDEF=V.RTL_VLNV, MOCK_WNS="0.3")
     assert r.returncode == 0 and "(engine rtl)" in r.stdout and "zq_top_0/m_axi_wts ps7/S_AXI_HP0" in log
-    r, _, _ = run_block_design(tmp_path / "b", "hls", MOCK_IPDEF="zynqflow.org:rtl:zq_top:1.0")
+    r, _, _ = run_block_design(tmp_path / "b", "hls", MOCK_IPDEF=V.RTL_VLNV)
     assert r.returncode == 2 and "engine hls asked for, but the IP in" in r.stderr and "the rtl engine's" in r.stderr
     r, _, _ = run_block_design(tmp_path / "c", "vhdl")
     assert r.returncode == 2 and "engine 'vhdl': rtl (the RTL twin) or hls" in r.stderr
 
 
+def _line(rel: str, text: str) -> int:
+    """The line of ``text`` in the repository's ``rel``."""
+    lines = (REPO / rel).read_text().splitlines()
+    hits = [i + 1 for i, l in enumerate(lines) if text in l]
+    assert len(hits) == 1, (rel, text, hits)
+    return hits[0]
+
+
 @needs_tclsh
 @pytest.mark.parametrize("engine", ["rtl", "hls"])
-def test_block_design_broken_copy_fails(tmp_path, packaged, engine):
+def test_block_design_broken_copy_fails(tmp_path, rtl_entry, engine):
     """A broken copy of pynq_z2.tcl that maps each engine's address spaces by the other's names
-    (the mistake of one name for both): the check against that engine names the unmapped spaces."""
+    (the mistake of one name for both): the mock finds no such address space, on the script's
+    line, and the check of the block design names the engine's spaces left to Vivado's automatic
+    assignment."""
     old = "hls {wts Data_m_axi_wts act Data_m_axi_act}\n    rtl {wts m_axi_wts act m_axi_act act2 m_axi_act2}"
     root = _mirror(tmp_path, {"board/pynq_z2.tcl": (old, "hls {wts m_axi_wts act m_axi_act}\n    rtl {wts "
                                                          "Data_m_axi_wts act Data_m_axi_act act2 Data_m_axi_act2}")})
     d = tmp_path / "bd"
     d.mkdir()
-    r, log, _ = run_block_design(d, engine, script=root / "board" / "pynq_z2.tcl", MOCK_WNS="0.3")
-    assert r.returncode == 0, r.stderr
-    ifs = _ip_interfaces(packaged[2]) if engine == "rtl" else C.hls_interfaces()
-    problems = C.check_block_design(log, ifs, HDL_PINS, _regmap_bytes(engine))
+    r, log, _ = run_block_design(d, engine, script=root / "board" / "pynq_z2.tcl", rtl_entry=rtl_entry, MOCK_WNS="0.3")
+    assert r.returncode == 1, r.stderr
     own, other = ("m_axi_", "Data_m_axi_") if engine == "rtl" else ("Data_m_axi_", "m_axi_")
+    line = _line("board/pynq_z2.tcl", "[get_bd_addr_spaces zq_top_0/$space]")
+    vlnv = V.RTL_VLNV if engine == "rtl" else V.HLS_VLNV
     for port in ("wts", "act"):
-        assert any(p.startswith(f"address space zq_top_0/{own}{port} is not mapped") for p in problems), problems
-        assert f"address space zq_top_0/{other}{port} is mapped but the engine has no such space" in problems
+        want = f"board/pynq_z2.tcl:{line}: get_bd_addr_spaces zq_top_0/{other}{port}: {vlnv} has no address space " \
+               f"'{other}{port}'; in this configuration zq_top_0 has {own}act, {own}wts"
+        assert any(p.startswith(want) for p in problems(log)), problems(log)
+    bad = _check_bd(log, engine, rtl_entry)
+    hp = {"wts": "HP0", "act": "HP2"}
+    for port in ("wts", "act"):
+        assert f"address space zq_top_0/{own}{port}: ps7/S_AXI_{hp[port]}/{hp[port]}_DDR_LOWOCM mapped by the " \
+               "automatic assign_bd_address, not by the script (its name for the space is not the engine's)" in bad, bad
+
+
+# ---- the mock: the vendor's reference, broken copies ---------------------------------------------
+def _cmd_line(rel: str, text: str) -> int:
+    """The first line of the command that holds ``text`` in the repository's ``rel`` (a command
+    continued over lines with backslashes is at its first)."""
+    lines = (REPO / rel).read_text().splitlines()
+    n = _line(rel, text)
+    while n > 1 and lines[n - 2].endswith("\\"):
+        n -= 1
+    return n
+
+
+PKG, BD = "board/ip/package_rtl_ip.tcl", "board/pynq_z2.tcl"
+# a deliberately broken copy: (script, old, new), and where the mock reports the problem and its
+# message: at the line of a text of the script; ("cmd", text): at the first line of the command
+# holding it; (text, text): in a proc of the script, at its line and that of the caller
+BROKEN = {
+    "misspelt command": ((PKG, "update_compile_order -fileset [current_fileset]",
+                          "update_compile_ordr -fileset [current_fileset]"),
+                         ("update_compile_order -fileset [current_fileset]",
+                          "unknown command 'update_compile_ordr': not a Vivado command (UG835) nor an IP packager "
+                          "command this reference knows")),
+    "unknown bus parameter": ((PKG, "NUM_READ_OUTSTANDING $outstanding", "NUM_READ_OUTSTANDNG $outstanding"),
+                              (("[ipx::add_bus_parameter $key $bi]", "zq_bus $core m_axi_$p master"),
+                               "ipx::add_bus_parameter NUM_READ_OUTSTANDNG: the xilinx.com:interface:aximm:1.0 bus has "
+                               "no parameter NUM_READ_OUTSTANDNG")),
+    "no such packager command": ((PKG, "ipx::create_xgui_files $core", "ipx::create_xgui_file $core"),
+                                 ("ipx::create_xgui_files $core", "unknown command 'ipx::create_xgui_file'")),
+    "unknown family": ((PKG, "supported_families {zynq Production}", "supported_families {zynqq Production}"),
+                       ("supported_families {zynq", "set_property supported_families: unknown family 'zynqq'")),
+    "unknown life cycle": ((PKG, "supported_families {zynq Production}", "supported_families {zynq Released}"),
+                           ("supported_families {zynq", "set_property supported_families: life cycle 'Released' of "
+                                                        "zynq is not one of")),
+    "enumerated value": ((PKG, "set_property usage register $block", "set_property usage registers $block"),
+                         ("set_property usage register $block", "set_property usage {registers} on address_block Reg: "
+                                                                "not one of memory, register, reserved")),
+    "unknown option": ((BD, "-to_step write_bitstream -jobs $jobs", "-to_step write_bitstream -jobz $jobs"),
+                       ("launch_runs impl_1", "launch_runs: unknown option '-jobz'")),
+    "unknown CONFIG name": ((BD, "CONFIG.c_include_sg {0}", "CONFIG.c_include_sgl {0}"),
+                            (("cmd", "CONFIG.c_include_sg {0}"), "set_property CONFIG.c_include_sgl on axi_dma_0: "
+                                                                 "xilinx.com:ip:axi_dma:7.1 has no parameter "
+                                                                 "C_INCLUDE_SGL")),
+    "CONFIG value": ((BD, "CONFIG.PCW_S_AXI_HP0_DATA_WIDTH {64}", "CONFIG.PCW_S_AXI_HP0_DATA_WIDTH {48}"),
+                     (("cmd", "CONFIG.PCW_S_AXI_HP0_DATA_WIDTH {64}"), "set_property CONFIG.PCW_S_AXI_HP0_DATA_WIDTH "
+                                                                       "{48} on ps7: not one of 32, 64")),
+    "pin of a port not enabled": ((BD, "{ps7/M_AXI_GP0_ACLK ", "{ps7/M_AXI_GP1_ACLK "),
+                                  ("connect_bd_net $clk [get_bd_pins $p]",
+                                   "get_bd_pins ps7/M_AXI_GP1_ACLK: ps7 does not have it in its configuration (a "
+                                   "parameter disables it)")),
+    "unknown VLNV": ((BD, "xilinx.com:ip:axi_dma:7.1 axi_dma_0", "xilinx.com:ip:axi_dma:7.2 axi_dma_0"),
+                     ("xilinx.com:ip:axi_dma:7.1 axi_dma_0",
+                      "create_bd_cell -vlnv xilinx.com:ip:axi_dma:7.2: not in the IP catalog")),
+}
+
+
+def _where(rel: str, at) -> str:
+    """Where the mock reports a problem of ``BROKEN`` (``<script>:<line>[ (called at ...)]``)."""
+    if isinstance(at, str):
+        return f"{rel}:{_line(rel, at)}"
+    if at[0] == "cmd":
+        return f"{rel}:{_cmd_line(rel, at[1])}"
+    return f"{rel}:{_line(rel, at[0])} (called at {rel}:{_line(rel, at[1])})"
+
+
+@needs_tclsh
+@pytest.mark.parametrize("broken", list(BROKEN))
+def test_mock_broken_copy_fails_naming_the_line(tmp_path, tiny, hdl, rtl_entry, broken):
+    """Each deliberately broken copy (the four of issue 24 among them: update_compile_ordr,
+    NUM_READ_OUTSTANDNG, ipx::create_xgui_file, supported_families {zynqq Production}) fails
+    under the mock (exit 1, or the script's own non-zero exit), naming the script's line."""
+    (rel, old, new), (at, message) = BROKEN[broken]
+    root = _mirror(tmp_path, {rel: (old, new)})
+    if rel == PKG:
+        r, log, _ = run_package_ip(tmp_path, tiny, C.mock_hdl_file(hdl[1], tmp_path / "hdl.txt"), script=root / PKG)
+    else:
+        r, log, _ = run_block_design(tmp_path, "rtl", script=root / BD, rtl_entry=rtl_entry, MOCK_WNS="0.3")
+    where = _where(rel, at)
+    found = problems(log)
+    assert r.returncode != 0, log[-2000:]
+    assert any(p.startswith(f"{where}: {message}") for p in found), (where, message, found)
+
+
+def test_mock_reference_cites_its_sources():
+    """Every command, IP, object class, bus and packager object of the reference names its source,
+    and each source key it names is one the data file defines (UG835, a product guide, a vendor
+    script); the commands the board scripts use are all in it."""
+    ref = V.reference()
+    keys = {f: set(s) for f, s in ref.sources.items()}
+    entries = [("commands.toml", n, c["src"]) for n, c in ref.commands.items()]
+    entries += [("ips.toml", n, i["src"]) for n, i in ref.ips.items()]
+    entries += [("objects.toml", n, c["src"]) for table in (ref.classes, ref.ipx, ref.buses) for n, c in table.items()]
+    for f, name, src in entries:
+        m = re.match(r"[A-Z][A-Z0-9_]+", src)
+        assert m and m[0] in keys[f], (f, name, src)
+    for f, sources in ref.sources.items():
+        assert all(len(v) > 20 for v in sources.values()), (f, sources)
+    for ip in ref.ips.values():
+        for kind in ("pins", "intf_pins", "addr_spaces", "segments"):
+            for item in ip[kind]:
+                assert not item["src"] or re.match(r"[A-Z][A-Z0-9_]+", item["src"]), item
+    used = set()
+    for rel in (PKG, BD):
+        for line in (REPO / rel).read_text().splitlines():
+            used |= {w for w in re.findall(r"(?:^|\[)\s*((?:ipx::)?[a-z_]+(?:_[a-z]+)*)\b", line.split("#")[0])
+                     if w in ref.commands}
+    assert {"create_project", "create_bd_cell", "assign_bd_address", "ipx::package_project", "ipx::save_core",
+            "launch_runs", "validate_bd_design"} <= used
+
+
+@needs_tclsh
+@pytest.mark.parametrize("broken", ["HAS_TSTRB 1", "FREQ_HZ other", "FREQ_HZ none", "headers not included"])
+def test_rtl_ip_smaller_points(tmp_path, tiny, hdl, broken):
+    """The smaller points of issue 24, each undone in a copy of the packaging script: TSTRB on the
+    streams again (HAS_TSTRB 1, as before: the DMA has none, so s_axis_in's TSTRB is left
+    undriven: validate_bd_design), ap_clk at another frequency than FCLK_CLK0 (validation,
+    FREQ_HZ) or with none (the interface check), the .svh headers not include files (the files
+    check)."""
+    core, wrapper = hdl
+    edits = {
+        "HAS_TSTRB 1": ("set axis_ports {TDATA TVALID TREADY TKEEP TLAST}", "set axis_ports {TDATA TVALID TREADY TKEEP "
+                        "TSTRB TLAST}", "HAS_TKEEP 1 HAS_TSTRB 0", "HAS_TKEEP 1 HAS_TSTRB 1",
+                        "set_property driver_value [expr {(1 << [zq_width $core s_axis_in_TSTRB]) - 1}] "
+                        "[zq_port $core s_axis_in_TSTRB]\n", "", "zq_port $core m_axis_out_TSTRB\n", ""),
+        "FREQ_HZ other": ("FREQ_HZ [expr {$zq_spec(clock_mhz) * 1000000}]", "FREQ_HZ 150000000"),
+        "FREQ_HZ none": (" \\\n          FREQ_HZ [expr {$zq_spec(clock_mhz) * 1000000}]]", "]"),
+        "headers not included": ("        set_property is_include true $f\n", ""),
+    }[broken]
+    root = _mirror(tmp_path, {PKG: edits})
+    r, log, model = run_package_ip(tmp_path, tiny, C.mock_hdl_file(wrapper, tmp_path / "hdl.txt"), script=root / PKG)
+    assert r.returncode == 0 and problems(log) == [], problems(log)
+    if broken == "headers not included":
+        bad = C.check_files(model)
+        for g in C.FILE_GROUPS:
+            assert f"file hdl/zq_spec.svh in {g}: a header, not marked an include file (is_include false)" in bad, bad
+        return
+    if broken == "FREQ_HZ none":
+        assert "clock ap_clk: FREQ_HZ None, the engine's clock is 100 MHz (spec.engine.CLOCK_MHZ, FCLK_CLK0)" in \
+            C.check_interfaces(model, wrapper, core)
+        return
+    entry = V.rtl_ip_entry(model, {p.name: p.direction for p in wrapper.ports.values()})
+    d = tmp_path / "bd"
+    d.mkdir()
+    r, log, _ = run_block_design(d, "rtl", rtl_entry=entry, MOCK_WNS="0.3")
+    assert r.returncode == 1
+    where = f"{BD}:{_line(BD, 'validate_bd_design')}"
+    want = {"HAS_TSTRB 1": "validate_bd_design: zq_top_0/s_axis_in has TSTRB (HAS_TSTRB 1) but axi_dma_0/M_AXIS_MM2S "
+                           "has none (HAS_TSTRB 0): the input is left undriven (no driver value)",
+            "FREQ_HZ other": "validate_bd_design: FREQ_HZ does not match between zq_top_0/ap_clk (150000000) and "
+                             "ps7/FCLK_CLK0 (100000000) (Vivado: BD 41-238)"}[broken]
+    assert problems(log) == [f"{where}: {want}"]
+
+
+@needs_tclsh
+def test_check_board_scripts(tmp_path, tiny, hdl):
+    """make check-board-scripts: board/bitstream.sh with the mock for Vivado, ENGINE=rtl
+    (packaging, then the block design), ENGINE=hls, and with the PYNQ-Z2 board files: no problem;
+    a copy with issue 24's four faults in the packaging script: each named with its line, exit 1."""
+    res = C.check_board_scripts(tiny, tmp_path / "ok", hdl=hdl)
+    assert res.problems == [] and sorted(res.logs) == ["hls-board/pynq_z2", "hls/pynq_z2", "rtl/package_rtl_ip",
+                                                       "rtl/pynq_z2"]
+    assert "apply_bd_automation" in res.logs["hls-board/pynq_z2"] and "EXIT 0" in res.logs["rtl/pynq_z2"]
+    four = [BROKEN[k][0] for k in ("misspelt command", "unknown bus parameter", "no such packager command",
+                                   "unknown family")]
+    root = _mirror(tmp_path, {PKG: tuple(x for _, old, new in four for x in (old, new))})
+    res = C.check_board_scripts(tiny, tmp_path / "broken", hdl=hdl, repo=root)
+    for k in ("misspelt command", "unknown bus parameter", "no such packager command", "unknown family"):
+        (rel, _, _), (at, message) = BROKEN[k]
+        assert any(p.startswith(f"{_where(rel, at)}: {message}") for p in res.problems), (k, res.problems)
+    assert any(p.startswith("board/bitstream.sh (ENGINE=rtl): exit 1: bitstream.sh: packaging the RTL twin failed")
+               for p in res.problems)
+    r = subprocess.run(["make", "-n", "--no-print-directory", "check-board-scripts"], capture_output=True, text=True,
+                       cwd=REPO, timeout=60)
+    assert r.returncode == 0 and "zynqflow.bench.board_check" in r.stdout
 
 
 # ---- deploy.sh: the copy, the link and the wrapper ------------------------------------------------
@@ -544,14 +760,20 @@ HOME="$FAKE_HOME" exec bash -c "$*"
 """
 FAKE_SUDO = r"""#!/usr/bin/env bash
 # sudo: records its arguments; -n (no password) fails when FAKE_SUDO_PASSWORD is set. The zynqflow
-# runner is run as sudo's env_reset would (only PATH, HOME and XILINX_XRT), from under $ZQ_ROOT
-# (where the test's install_root.sh put it); anything else (sh install_root.sh) runs as it is.
+# runner is run from under $ZQ_ROOT (where the test's install_root.sh put it) as sudo's env_reset
+# would: PATH, HOME, sudo's SUDO_* (the caller: `id -u`), and only what the installed drop-in's
+# env_keep names; anything else (sh -s, the root step) runs as it is.
 echo "sudo $*" >> "$FAKE_LOG"
 if [ "$1" = "-n" ] && [ -n "$FAKE_SUDO_PASSWORD" ]; then echo "sudo: a password is required" >&2; exit 1; fi
 while [ "${1#-}" != "$1" ]; do shift; done
 case "$1" in
     /usr/local/lib/zynqflow/*) cmd="$ZQ_ROOT$1"; shift
-        exec env -i PATH="$PATH" HOME=/root ${XILINX_XRT+XILINX_XRT="$XILINX_XRT"} "$cmd" "$@" ;;
+        kept=()
+        for v in $(sed -n 's/.*env_keep *+*= *"\([^"]*\)".*/\1/p' "$ZQ_ROOT/etc/sudoers.d/zynqflow"); do
+            [ -n "${!v+x}" ] && kept+=("$v=${!v}")
+        done
+        me="$(id -u)"
+        exec env -i PATH="$PATH" HOME=/root SUDO_USER=xilinx SUDO_UID="$me" SUDO_GID="$me" "${kept[@]}" "$cmd" "$@" ;;
 esac
 exec "$@"
 """
@@ -600,8 +822,9 @@ def test_deploy_ships_the_weight_image(tmp_path, tiny, staged):
 
 
 def test_deploy_installs_the_command_as_root(tmp_path, tiny, staged):
-    """The copy as BOARD_USER, then one root step over ssh -t (sudo asks the password there, once):
-    the runner, the sudoers drop-in and /usr/local/bin/zynqflow (under the fake root ZQ_ROOT)."""
+    """The copy as BOARD_USER (the notebooks too), then one root step over ssh -t: install_root.sh
+    piped to ``sudo sh -s`` (sudo asks the password there, once; root reads no script from DEST):
+    the runner, its export, the sudoers drop-in and /usr/local/bin/zynqflow (under the fake root ZQ_ROOT)."""
     bit, env = staged
     dest = tmp_path / "board" / "zynqflow"
     root = tmp_path / "root"
@@ -609,18 +832,24 @@ def test_deploy_installs_the_command_as_root(tmp_path, tiny, staged):
     assert r.returncode == 0, r.stderr
     assert json.loads((dest / "zynqflow.json").read_text()) == {"export": "zynqnet-tiny"}
     assert (dest / "zynqnet-tiny" / "manifest.json").is_file() and (dest / "lib/zynqflow/host/cli.py").is_file()
-    assert f"sudo sh {dest}/install_root.sh" in (tmp_path / "sudo.log").read_text()
-    assert (root / "usr/local/lib/zynqflow/lib/zynqflow/host/cli.py").is_file()
-    assert os.access(root / "usr/local/lib/zynqflow/bin/zynqflow-run", os.X_OK)
+    assert (tmp_path / "sudo.log").read_text().splitlines() == ["sudo sh -s"]
+    run = root / "usr/local/lib/zynqflow"
+    assert (run / "lib/zynqflow/host/cli.py").read_bytes() == (REPO / "host/cli.py").read_bytes()
+    assert (run / "lib/zynqflow/__init__.py").is_file()
+    assert (run / "export/zynqnet-tiny/weights.bin").read_bytes() == (Path(tiny) / "weights.bin").read_bytes()
+    assert os.access(run / "bin/zynqflow-run", os.X_OK)
     assert (root / "usr/local/bin/zynqflow").is_file()
     assert oct((root / "etc/sudoers.d/zynqflow").stat().st_mode)[-3:] == "440"
+    assert not [p for p in run.rglob("*") if p.is_symlink() or (p.stat().st_mode & 0o022)]
+    assert (root / "home/xilinx/jupyter_notebooks/zynqflow/zynqflow_paths.json").is_file()   # as BOARD_USER
     assert "zynqflow doctor" in r.stdout
 
 
-def test_wrapper_sets_xilinx_xrt_through_sudo_and_a_link(tmp_path, tiny, staged):
-    """The installed command, started through a link on PATH by a non-root user (fake id and sudo):
-    sudo -n on the root-owned runner (never a prompt), XILINX_XRT=/usr when unset, a user's value
-    kept (the only variable the drop-in keeps), and the deployed export found."""
+def test_wrapper_through_sudo_and_a_link(tmp_path, tiny, staged):
+    """The installed command, started through a link on PATH by a non-root user (fake id and sudo,
+    env_reset as the drop-in says): sudo -n on the root-owned runner (never a prompt), XILINX_XRT=/usr
+    whatever the user set, the deployed root-owned export, and ZYNQFLOW_DEBUG passed as --debug (sudo
+    keeps no variable)."""
     bit, env = staged
     dest = tmp_path / "board" / "zynqflow"
     root = tmp_path / "root"
@@ -629,20 +858,26 @@ def test_wrapper_sets_xilinx_xrt_through_sudo_and_a_link(tmp_path, tiny, staged)
     bindir = tmp_path / "pathbin"
     bindir.mkdir()
     (bindir / "zynqflow").symlink_to(root / "usr/local/bin/zynqflow")
-    base = {k: v for k, v in env.items() if k not in ("XILINX_XRT", "ZYNQFLOW_EXPORT", "PYTHONPATH")}
+    base = {k: v for k, v in env.items() if k not in ("XILINX_XRT", "ZYNQFLOW_EXPORT", "PYTHONPATH", "ZYNQFLOW_DEBUG")}
     base.update(PATH=f"{bindir}:{env['PATH']}", ZQ_ROOT=str(root))
     work = tmp_path / "work"
     work.mkdir()
-    for given, want in ((None, "/usr"), ("/opt/xilinx/xrt", "/opt/xilinx/xrt")):
+    for given in (None, str(tmp_path / "home" / "xrt")):
         e = dict(base, **({"XILINX_XRT": given} if given else {}))
         w = subprocess.run(["zynqflow", "info", "--json"], capture_output=True, text=True, env=e, cwd=work,
                            timeout=120)
         assert w.returncode == 0, w.stderr
         info = json.loads(w.stdout)
-        assert info["xilinx_xrt"] == want
-        assert info["export"] == str((dest / "zynqnet-tiny").resolve())
+        assert info["xilinx_xrt"] == "/usr"
+        assert info["export"] == str(root / "usr/local/lib/zynqflow/export/zynqnet-tiny")
         sudo = (tmp_path / "sudo.log").read_text().splitlines()[-1]
         assert sudo == "sudo -n /usr/local/lib/zynqflow/bin/zynqflow-run info --json"
+    # ZYNQFLOW_DEBUG survives sudo (as --debug): the traceback of an error
+    for debug, traceback in (("1", True), ("0", False), ("", False)):
+        w = subprocess.run(["zynqflow", "classify", "nothere.png"], capture_output=True, text=True, cwd=work,
+                           env=dict(base, ZYNQFLOW_DEBUG=debug), timeout=120)
+        assert w.returncode == 2 and "nothere.png: no such file" in w.stderr, w.stderr
+        assert ("Traceback (most recent call last)" in w.stderr) == traceback, (debug, w.stderr)
     # no rule (a password would be needed): an error, not a prompt
     w = subprocess.run(["zynqflow", "info"], capture_output=True, text=True, env=dict(base, FAKE_SUDO_PASSWORD="1"),
                        cwd=work, timeout=60, stdin=subprocess.DEVNULL)

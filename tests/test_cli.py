@@ -153,6 +153,7 @@ def with_bit(tiny, tmp_path) -> Path:
     shutil.copytree(tiny, d)
     (d / "zynqnet-tiny_pynq-z2.bit").write_bytes(b"\0")
     (d / "zynqnet-tiny_pynq-z2.hwh").write_text("<hwh/>")
+    (d / "zynqnet-tiny_pynq-z2.json").write_text(json.dumps({"fclk0_mhz": 100, "wns_ns": 0.4}))   # timing record
     return d
 
 
@@ -161,10 +162,10 @@ def _fake_board(monkeypatch, error: str):
 
     calls = []
 
-    def open_board(export, **kw):
+    def open_driver(export, **kw):
         calls.append(kw)
         raise BackendError(error)
-    monkeypatch.setattr(board, "open_board", open_board)
+    monkeypatch.setattr(board, "open_driver", open_driver)
     return calls
 
 
@@ -261,3 +262,88 @@ def test_cli_preprocess_recipe(tmp_path, capsys):
     assert not np.array_equal(frames_for(ex, [f]), frames_for(ex, [f], recipe="plain"))
     assert cli.main(["info", "--export", str(d), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["preprocess"]["recipe"] == "fashion-mnist"
+
+
+# ---- checked before the PL is programmed, before any work (issue 25, point 7) ----------------------
+def _fake_pynq(monkeypatch, tmp_path, on_import: str = ""):
+    """A pynq that records every Overlay (a download programs the PL), found on sys.path and not yet
+    imported, on a machine that looks like a board (an FPGA manager)."""
+    import zynqflow.host.board as board
+
+    pkg = tmp_path / "fakepynq" / "pynq"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text(
+        "import sys\n"
+        f"print({on_import!r}, file=sys.stderr, flush=True)\n"
+        "OVERLAYS = []\n"
+        "class Overlay:\n"
+        "    def __init__(self, bit, download=True):\n"
+        "        OVERLAYS.append((bit, download))\n"
+        "        raise RuntimeError('stop after recording')\n")
+    for k in [k for k in sys.modules if k == "pynq" or k.startswith("pynq.")]:
+        monkeypatch.delitem(sys.modules, k)
+    monkeypatch.syspath_prepend(str(pkg.parent))
+    (tmp_path / "fpga0").write_text("")
+    monkeypatch.setattr(board, "FPGA_MANAGERS", (str(tmp_path / "fpga0"),), raising=False)
+    monkeypatch.delenv("ZQ_NO_BOARD", raising=False)
+
+
+def _forget_fake_pynq():
+    for k in [k for k in sys.modules if k == "pynq" or k.startswith("pynq.")]:
+        del sys.modules[k]
+
+
+@pytest.mark.parametrize("case", ["timing record", "hwh clock", "nothing to check against"])
+def test_fclk_refused_before_the_pl_is_programmed(with_bit, tmp_path, monkeypatch, capsys, case):
+    """--fclk-mhz above what the bitstream's timing record (or its .hwh's clock) allows, or with nothing
+    to check it against, is refused before pynq is imported and before any Overlay is downloaded."""
+    hwh = with_bit / "zynqnet-tiny_pynq-z2.hwh"
+    (with_bit / "zynqnet-tiny_pynq-z2.json").unlink(missing_ok=True)
+    if case == "timing record":
+        (with_bit / "zynqnet-tiny_pynq-z2.json").write_text(json.dumps({"fclk0_mhz": 100, "wns_ns": 0.4}))
+    if case == "hwh clock":
+        hwh.write_text('<MODULE><PARAMETER NAME="PCW_FPGA0_PERIPHERAL_FREQMHZ" VALUE="100"/></MODULE>')
+    _fake_pynq(monkeypatch, tmp_path, "PYNQ IMPORTED")
+    Image.fromarray(np.zeros((16, 16), np.uint8)).save(tmp_path / "z.png")
+    try:
+        args = ["classify", str(tmp_path / "z.png"), "--backend", "pynq", "--export", str(with_bit)]
+        assert cli.main(args + ["--fclk-mhz", "150"]) == 2
+        err = capsys.readouterr().err
+        assert "fclk0 150 MHz refused before loading zynqnet-tiny_pynq-z2.bit" in err, err
+        assert {"timing record": "it meets at most 104.17 MHz", "hwh clock": "at most the design's own 100 MHz",
+                "nothing to check against": "no clock can be checked"}[case] in err
+        assert "PYNQ IMPORTED" not in err and "pynq" not in sys.modules
+        if case != "nothing to check against":            # a clock within the limit goes on to the board
+            assert cli.main(args + ["--fclk-mhz", "50"]) == 2
+            err = capsys.readouterr().err
+            assert "stop after recording" in err and sys.modules["pynq"].OVERLAYS == [(str(with_bit.resolve() /
+                                                                                      "zynqnet-tiny_pynq-z2.bit"), True)]
+    finally:
+        _forget_fake_pynq()
+
+
+def test_progress_line_before_pynq_is_imported(with_bit, tmp_path, monkeypatch, capsys):
+    """On the A9 importing pynq takes seconds: the default backend is found without importing it, and
+    the first thing pynq prints comes after the command's "importing pynq" line."""
+    _fake_pynq(monkeypatch, tmp_path, "PYNQ IMPORT STARTS")
+    Image.fromarray(np.zeros((16, 16), np.uint8)).save(tmp_path / "z.png")
+    try:
+        assert cli.main(["classify", str(tmp_path / "z.png"), "--export", str(with_bit)]) == 2
+        err = capsys.readouterr().err
+        assert "zynqflow: importing pynq ..." in err and "PYNQ IMPORT STARTS" in err, err
+        assert err.index("zynqflow: importing pynq ...") < err.index("PYNQ IMPORT STARTS")
+        assert "stop after recording" in err                  # the default backend was pynq
+    finally:
+        _forget_fake_pynq()
+
+
+def test_out_checked_before_any_work(tiny, tmp_path, capsys):
+    """benchmark --out: a directory, a missing directory or one that cannot be written is refused
+    before any backend runs; a good path gets the table."""
+    base = ["benchmark", "--backend", "golden", "--frames", "2", "--export", str(tiny)]
+    for out, why in ((tmp_path, "is a directory"), (tmp_path / "no" / "b.json", "no such directory")):
+        assert cli.main(base + ["--out", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert f"--out {out}: {why}" in err and "streaming" not in err and "opening" not in err, err
+    assert cli.main(base + ["--out", str(tmp_path / "b.json")]) == 0
+    assert json.loads((tmp_path / "b.json").read_text())["rows"][0]["backend"] == "golden"

@@ -126,13 +126,21 @@ def test_spec_stays_torch_free_and_below_export():
 
 
 def test_stream_depths_match_the_code():
-    """The FIFO depths and guards the model uses are the ones hls/zq_types.h declares."""
+    """The FIFO depths and guards the model uses are the ones hls/zq_types.h declares; both guards
+    derive from the one stated depth of the core's pipeline (spec HLS_CORE_DEPTH), with a margin of
+    two, and the model's core depth is that depth."""
     from zynqflow.sim.csim.runner import HLS_DIR
     from zynqflow.spec import cycles_hls
 
     text = (HLS_DIR / "zq_types.h").read_text()
-    for name in ("W_FIFO", "STEM_FIFO", "FILL_FIFO", "OUT_FIFO", "AVAIL_GUARD", "RELEASE_GUARD"):
+    for name in ("W_FIFO", "STEM_FIFO", "FILL_FIFO", "OUT_FIFO", "ROW_RELEASE_GUARD"):
         assert f"constexpr int {name} = {getattr(cycles_hls, name)};" in text, name
+    for name in ("AVAIL_GUARD", "RELEASE_GUARD"):
+        assert f"constexpr int {name} = S::HLS_GUARD;" in text, name
+        assert getattr(cycles_hls, name) == E.HLS_GUARD == 2 * E.HLS_CORE_DEPTH + 1
+    assert HLS_TIMING.depth_core == E.HLS_CORE_DEPTH
+    spec_h = (HLS_DIR / "zq_spec.h").read_text()
+    assert f"constexpr int HLS_GUARD = {E.HLS_GUARD};" in spec_h
 
 
 # ---- against the C simulation in lockstep mode -------------------------------------------------

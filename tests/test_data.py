@@ -457,3 +457,38 @@ def test_batches_float_scale():
     assert x0.dtype == torch.float32
     torch.testing.assert_close(x0, torch.from_numpy(s.images[:4]).float() / 256, rtol=0, atol=0)
     np.testing.assert_array_equal(y0.numpy(), s.labels[:4])
+
+
+# ---- subsets: every class in proportion ------------------------------------------------------
+def sorted_split(per_class=(500,) * 10) -> D.Split:
+    """A split sorted by class (as a folder of class folders lists it): class c has per_class[c] images."""
+    labels = np.repeat(np.arange(len(per_class)), per_class)
+    images = np.arange(len(labels), dtype=np.int64).astype(np.uint8).reshape(-1, 1, 1, 1)
+    return D.Split(images, labels)
+
+
+def test_limit_samples_every_class_in_proportion():
+    """--limit-train 2000 of a 10-class split sorted by class: 200 images of every class (a prefix was 2000 of
+    class 0); seeded: the same images for the same seed, others for another; in the split's order."""
+    s = sorted_split((500,) * 10)
+    sub = s.subset(2000, seed=0)
+    assert np.bincount(sub.labels).tolist() == [200] * 10
+    assert sub.class_counts([f"c{i}" for i in range(10)]) == {f"c{i}": 200 for i in range(10)}
+    idx = D.stratified_indices(s.labels, 2000, 0)
+    assert np.array_equal(idx, D.stratified_indices(s.labels, 2000, 0)) and np.all(np.diff(idx) > 0)
+    assert not np.array_equal(idx, D.stratified_indices(s.labels, 2000, 1))
+    assert np.array_equal(sub.images[:, 0, 0, 0], s.images[idx, 0, 0, 0])
+    assert s.subset(None) is s and s.subset(5000) is s and s.subset(10 ** 6) is s
+
+
+@pytest.mark.parametrize("per_class,n", [((97, 1, 1, 1), 10), ((300, 20, 7, 1, 1), 50), ((5, 5), 3), ((4, 4, 4), 2)])
+def test_limit_keeps_every_class_and_the_count(per_class, n):
+    """Exactly n images; every class once n reaches the class count (rare classes too); each class within one
+    image of its share otherwise."""
+    s = sorted_split(per_class)
+    got = np.bincount(s.subset(n, seed=3).labels, minlength=len(per_class))
+    assert got.sum() == n and np.all(got <= per_class)
+    if n >= len(per_class):
+        assert np.all(got >= 1), got
+    share = n * np.asarray(per_class) / sum(per_class)
+    assert np.all(got <= np.maximum(np.ceil(share), 1)), (got, share)

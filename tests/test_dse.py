@@ -15,6 +15,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -159,13 +160,13 @@ def two_worker_study(tmp_path_factory):
     journal = root / "shared" / "journal.log"
     common = ["--study", "two", "--storage", str(journal), "--out-root", str(root), "--fail-trial", "1"]
     t0 = time.time()
-    b = subprocess.Popen([PY, "-m", "zynqflow.dse", "worker", "--wait", "120", "--threads", "1"] + common,
+    b = subprocess.Popen([PY, "-m", "zynqflow.dse", "worker", "--wait", "900", "--threads", "1"] + common,
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=_env(), cwd=REPO)
     a = subprocess.Popen([PY, "-m", "zynqflow.dse", "run", "--trials", "4", "--hil", "0", "--seed", "1"]
                          + SMALL + common, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                          env=_env(), cwd=REPO)
-    out_a, _ = a.communicate(timeout=300)
-    out_b, _ = b.communicate(timeout=300)
+    out_a, _ = a.communicate(timeout=1800)    # bounds against a hang (the study takes ~1 min), not timings
+    out_b, _ = b.communicate(timeout=1800)
     assert a.returncode == 0, out_a[-3000:]
     assert b.returncode == 0, out_b[-3000:]
     return dict(root=root, out=root / "two", journal=journal, pids={a.pid, b.pid}, log=out_a,
@@ -276,26 +277,42 @@ def test_promotion_retrains_the_trial_network(two_worker_study):
                      str(two_worker_study["root"]), "--trial", "99", "--dest", str(pub)]) == 2
 
 
+def _read_until(p: subprocess.Popen, text: str, bound_s: float = 600) -> str:
+    """``p``'s output up to the line holding ``text``. Bounded: a child still silent after ``bound_s``
+    seconds (it hangs) is killed, and the test fails with its output."""
+    killer = threading.Timer(bound_s, p.kill)
+    killer.start()
+    lines = []
+    try:
+        for line in p.stdout:
+            lines.append(line)
+            if text in line:
+                return "".join(lines)
+    finally:
+        killer.cancel()
+    pytest.fail(f"the study never printed {text!r} (exit {p.wait()}; killed if silent for {bound_s:.0f} s):\n"
+                + "".join(lines)[-3000:])
+
+
 def test_ctrl_c_leaves_a_consistent_study_that_resumes(tmp_path):
     """SIGINT while a trial trains: the trial is recorded as interrupted (not counted), the outputs are
-    written, and running again finishes the budget."""
+    written, and running again finishes the budget. The study itself says when trial 0 has trained an
+    epoch and then holds (--hold-trial, a test hook): the signal lands mid-training, never in a race."""
     args = [PY, "-m", "zynqflow.dse", "run", "--study", "intr", "--out-root", str(tmp_path), "--trials", "2",
-            "--hil", "0", "--proxy-epochs", "30"] + SMALL
+            "--hil", "0", "--proxy-epochs", "2", "--hold-trial", "0"] + SMALL
     p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=_env(), cwd=REPO)
     out = tmp_path / "intr"
-    deadline = time.time() + 120
-    while not list(out.glob("trials/*/train_log.jsonl")):   # first epoch done: training is under way
-        assert time.time() < deadline and p.poll() is None, p.communicate()[0][-3000:]
-        time.sleep(0.2)
+    log = _read_until(p, "hold: trial 0 training")
+    assert len(_read_jsonl(out / "trials" / "0000" / "train_log.jsonl")) == 1   # one epoch trained, then held
     p.send_signal(signal.SIGINT)
-    log, _ = p.communicate(timeout=120)
+    log += p.communicate(timeout=600)[0]
     assert p.returncode == 130, log[-3000:]
     rows = _read_jsonl(out / "trials.jsonl")
     assert [(r["number"], r["state"], r["fail_kind"], r["counted"]) for r in rows] == \
         [(0, "fail", "interrupted", False)]
     assert "interrupted" in rows[0]["reason"]
     # resume with a budget of 1: the interrupted trial does not count, so one more trial runs
-    # (trial 1, made to fail at once here: the 30-epoch proxy of this study is fixed)
+    # (trial 1, made to fail at once here: the proxy of this study is fixed)
     rc = dse_main(["run", "--study", "intr", "--out-root", str(tmp_path), "--hil", "0", "--quiet",
                    "--threads", "1", "--trials", "1", "--fail-trial", "1"])
     assert rc == 0

@@ -198,6 +198,25 @@ def test_export_cli_random_weights(tmp_path, capsys):
     assert not (tmp_path / "x").exists()
 
 
+@pytest.mark.parametrize("umask", [0o022, 0o027])
+def test_export_folder_gets_the_users_umask(tmp_path, umask):
+    """The export is staged in a temporary folder (mkdtemp: 0700) and renamed: it gets the mode mkdir would give
+    (0777 & ~umask), so others can read it where the umask lets them; and it records what it was made from."""
+    import os
+    import stat
+
+    from zynqflow.export.exporter import EXPORT_INPUTS, main
+    old = os.umask(umask)
+    try:
+        assert main(["--net", "zynqnet-tiny", "--random-weights", "1", "--vectors", "1",
+                     "--out", str(tmp_path / "e")]) == 0
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "e").stat().st_mode) == 0o777 & ~umask
+    inputs = json.loads((tmp_path / "e" / EXPORT_INPUTS).read_text())
+    assert (inputs["source"], inputs["net"], inputs["seed"], inputs["args"]["vectors"]) == ("random", "zynqnet-tiny", 1, 1)
+
+
 def test_export_refuses_design_rule_violation(tmp_path):
     net, _ = calibrated("zynqnet-tiny")
     q = qnet_from_model(net)

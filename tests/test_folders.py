@@ -142,7 +142,8 @@ def test_truncated_image_is_named_or_skipped_with_skip_bad(tmp_path, cache):
     assert str(bad) in str(e.value)
     no_partial_cache(cache)
     ds = load(d, size=16, skip_bad=True)
-    assert len(ds.train) == 16 and "1 bad images skipped" in ds.description
+    assert len(ds.train) == 16 and "16 train, 8 test images" in ds.description
+    assert "1 bad image skipped (1 train)" in ds.description
     assert "1 non-image files ignored" in ds.description
 
 
@@ -278,3 +279,65 @@ def test_zynqnet_full_resolution_from_a_folder(tmp_path):
 
 
 SHAPES3 = ("circle", "square", "triangle")
+
+
+# ---- what the loader says: train-only classes, counts after skipping, unstat-able files -------------
+def test_train_only_class_is_named_in_a_warning(tmp_path):
+    d = F.shapes_folder(tmp_path / "s", per_class=3, test_per_class=1)
+    for f in (d / "test" / "cross").iterdir():
+        f.unlink()
+    (d / "test" / "cross").rmdir()
+    said = []
+    ds = load_dataset(str(d), None, size=16, log=said.append)
+    assert ds.class_names == ("circle", "cross", "square", "triangle") and len(ds.test) == 3
+    warn = [m for m in said if m.startswith("warning:")]
+    assert len(warn) == 1 and "1 class in train but not in test: cross" in warn[0] and str(d) in warn[0]
+    load_dataset(str(F.shapes_folder(tmp_path / "ok", per_class=3, test_per_class=1)), None, size=16,
+                 log=said.append)
+    assert len([m for m in said if m.startswith("warning:")]) == 1          # none for a folder with every class
+
+
+def test_counts_leave_out_skipped_files_and_an_unstatable_file_is_skipped(tmp_path, cache):
+    """A symlink loop (stat fails: ELOOP) and a truncated image in train/: without --skip-bad an error naming the
+    first; with it both are skipped, and the count says 16 train (not 18) and 2 skipped."""
+    d = F.shapes_folder(tmp_path / "s", per_class=4, test_per_class=2)
+    loop = d / "train" / "circle" / "loop.png"
+    loop.symlink_to(loop.name)
+    good = next((d / "train" / "square").glob("*.jpg"))
+    (d / "train" / "square" / "broken.jpg").write_bytes(good.read_bytes()[:300])
+    with pytest.raises(DatasetError, match="cannot stat .*--skip-bad") as e:
+        load(d, size=16)
+    assert str(loop) in str(e.value)
+    no_partial_cache(cache)
+    ds = load(d, size=16, skip_bad=True)
+    assert len(ds.train) == 16 and len(ds.test) == 8
+    assert ": 4 classes (circle, cross, square, triangle), 16 train, 8 test images;" in ds.description
+    assert "2 bad images skipped (2 train)" in ds.description
+
+
+def test_one_epoch_on_a_class_sorted_folder_is_not_one_class(tmp_path):
+    """A CIFAR-style folder of 10 classes, listed class by class (train/<class>/, test/<class>/): --limit-train 20
+    and --limit-test 10 took the first images, all of one class, and one epoch scored a fixed top-1 of 1.000. The
+    subsets now hold every class (2 train and 1 test image each, recorded in metrics.json with the seed)."""
+    from PIL import Image
+
+    from zynqflow.model.train import TrainConfig, run
+
+    names = ("airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck")
+    rng = np.random.default_rng(0)
+    for split, n in (("train", 20), ("test", 10)):
+        for c, name in enumerate(names):
+            (tmp_path / "cifar" / split / name).mkdir(parents=True)
+            for i in range(n):
+                a = np.clip(rng.normal(25 * c, 40, (8, 8, 3)), 0, 255).astype(np.uint8)
+                Image.fromarray(a, "RGB").save(tmp_path / "cifar" / split / name / f"{i:04d}.png")
+    m = run(TrainConfig(net="zynqnet-tiny", data=str(tmp_path / "cifar"), epochs=1, qat_epochs=0, batch_size=8,
+                        limit_train=20, limit_test=10, seed=5, threads=1, calib_images=20, workers=1,
+                        out=str(tmp_path / "run")))
+    sub = m["subset"]
+    assert sub["seed"] == 5 and sub["train"]["limit"] == 20 and sub["test"]["limit"] == 10
+    assert sub["train"]["class_counts"] == {n: 2 for n in names}
+    assert sub["test"]["class_counts"] == {n: 1 for n in names}
+    assert m["train_images"] == 20 and m["test_images"] == 10
+    assert m["fixed_top1"] < 1.0, m
+    assert json.loads((tmp_path / "run" / "metrics.json").read_text())["subset"] == sub

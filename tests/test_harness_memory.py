@@ -11,6 +11,9 @@
 * The full 256x256 ZynqNet under ``pynq-z2``: bit-exact, every layer within 3 % of the cycle
   model, at least 44 frames/s at 100 MHz (RTL simulation, cycles counted).
 * A DUT reset with reads in flight against a memory that keeps answering them.
+* The memories' quiet fast path gives the full model's logits, cycle counts, registers and
+  memory counters, on a network that never touches DDR after its first frame and on one that
+  streams tensors through DDR; it is taken only in quiet cycles, never under random gaps.
 """
 
 from __future__ import annotations
@@ -198,6 +201,7 @@ def test_hang_names_layer_and_cycle():
     assert e.value.cycle is not None and f"at cycle {e.value.cycle}" in msg
 
 
+@pytest.mark.xdist_group("fast-zynqnet")
 def test_full_zynqnet_pynq_z2():
     """The 256x256 ZynqNet (16x16 engine, three tensors in DDR, weights streamed) under pynq-z2:
     bit-exact, every layer within 3 % of the cycle model under the same preset, and at least
@@ -249,6 +253,76 @@ def test_reset_with_reads_in_flight():
     assert sum(after[p]["late_read_beats"] for p in rf.MAXI_PORTS) > 0
     assert b.status.tolist() == [0, 0]
     rf.compare_logits(b.logits, rf.golden(ex, frames[1:]))
+
+
+# ---- the memories' quiet fast path ---------------------------------------------------------------
+def fast_path_run(ex, memory, frames: np.ndarray, fast: bool) -> dict:
+    """``frames`` through one simulator behind ``memory`` with the quiet fast path on or off: what
+    the run measured (logits, cycles, registers, per-layer counters, memory counters) and the
+    quiet cycles of each port."""
+    spec = rf.SimSpec.for_export(rf.FastBuild(ex).build(), ex, memory=memory, mem_fast_path=fast)
+    s = spec.make(seed=1)
+    try:
+        b = s.run_frames(frames, frame_budget=rf.cycle_budget(ex, memory=memory))
+        out = dict(logits=b.logits, in_first=b.in_first, out_last=b.out_last, cycles=b.cycles, flags=b.flags,
+                   regs=b.regs, layers=s.layer_cycles(spec.n_layers), shared=s.shared_stats(), cycle=s.cycle,
+                   mem={p: s.mem(p).stats() for p in rf.MAXI_PORTS},
+                   quiet={p: s.mem(p).quiet_cycles() for p in rf.MAXI_PORTS})
+    finally:
+        s.close()
+    rf.compare_logits(out["logits"], rf.golden(ex, frames))
+    return out
+
+
+def assert_same_run(a: dict, b: dict) -> None:
+    for k in ("logits", "in_first", "out_last", "flags"):
+        assert np.array_equal(a[k], b[k]), k
+    assert a["regs"].keys() == b["regs"].keys()
+    for k in a["regs"]:
+        assert np.array_equal(a["regs"][k], b["regs"][k]), k
+    assert (a["cycles"], a["cycle"], a["layers"], a["shared"], a["mem"]) == \
+        (b["cycles"], b["cycle"], b["layers"], b["shared"], b["mem"])
+
+
+@pytest.mark.parametrize("preset", ["ideal", "pynq-z2"])
+def test_fast_path_exact_without_ddr_traffic(mini, preset):
+    """zynqnet-mini reads its weight image in the first frame and then only a 256-byte header per
+    frame: with the fast path, most cycles of both ports are quiet, and everything the run measures
+    (logits, every frame's first-input and last-output cycle, the registers, the per-layer counters,
+    the memories' and the shared budget's counters) equals the full model's."""
+    shape = json.loads((mini / "manifest.json").read_text())["input"]["shape"]
+    frames = np.random.default_rng(3).integers(0, 256, (3, *shape), dtype=np.uint8)
+    full, fast = (fast_path_run(mini, preset, frames, f) for f in (False, True))
+    assert full["quiet"] == {"wts": 0, "act": 0}
+    assert_same_run(full, fast)
+    # the weight port is busy while the first frame reads the image (and for each frame's header),
+    # the activation port never (every tensor on chip): everything else took the fast path
+    busy = {p: fast["cycle"] - fast["quiet"][p] for p in rf.MAXI_PORTS}
+    assert fast["mem"]["wts"]["read_beats"] < busy["wts"] < int(fast["regs"]["cycles_last"][0]), busy
+    assert fast["mem"]["act"]["read_beats"] == fast["mem"]["act"]["write_beats"] == 0 and busy["act"] < 100, busy
+    if preset == "pynq-z2":
+        assert fast["mem"]["wts"]["refresh_cycles"] > 0 and fast["shared"]["stream_bytes"] > 0
+
+
+def test_fast_path_exact_with_ddr_traffic():
+    """The 64x64 ZynqNet streams its weights and three tensors through DDR (reads and writes on
+    both ports) under pynq-z2 with each port's budget halved to 4 B/cycle and latencies of 2
+    cycles (refresh; both ports' token buckets emptying in bursts and refilling in the quiet
+    cycles between them, too short a latency to hide a missed refill; the shared budget charged
+    by the streams): the fast path is taken only in the quiet cycles, and the run equals the full
+    model's in every measured value. Under ``stress`` (random gaps and stalls) it is never taken."""
+    ex = z64()
+    frames = np.random.default_rng(13).integers(0, 256, (2, 64, 64, 3), dtype=np.uint8)
+    mem = rf.memory_model("pynq-z2", port_bytes_per_cycle=4.0, read_latency=2, write_latency=2)
+    full, fast = (fast_path_run(ex, mem, frames, f) for f in (False, True))
+    assert_same_run(full, fast)
+    assert fast["mem"]["wts"]["r_budget_cycles"] > 0 and fast["mem"]["act"]["w_budget_cycles"] > 0
+    assert fast["mem"]["act"]["bytes_written"] > 0 and fast["mem"]["act"]["read_beats"] > 0
+    busy = {p: fast["cycle"] - fast["quiet"][p] for p in rf.MAXI_PORTS}
+    assert all(0 < fast["quiet"][p] for p in rf.MAXI_PORTS), fast["quiet"]
+    assert busy["wts"] > fast["mem"]["wts"]["read_beats"] and busy["act"] > fast["mem"]["act"]["write_beats"]
+    stress = fast_path_run(ex, rf.memory_model("stress", seed=2), frames[:1], True)
+    assert stress["quiet"] == {"wts": 0, "act": 0}
 
 
 # ---- the cycle model under the presets (no simulation) --------------------------------------------

@@ -127,7 +127,7 @@ def test_precisions_mirror_our_formats(tiny):
 def test_hls4ml_layers_before_pool_are_bit_exact(tiny, mirrored):
     qnet, frames = tiny
     hm, seconds = mirrored
-    assert seconds < 120
+    print(f"\nhls4ml build: {seconds:.0f} s")     # a figure, not a check: no test depends on the machine's speed
     tr = H.hls4ml_trace(hm, qnet, frames)
     stages, _ = H._reference_stages(qnet, frames)
     saturated = 0

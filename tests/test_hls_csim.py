@@ -7,7 +7,7 @@ in the weight cache), zynqnet at 64x64 on a 16x16 engine with a 24 KiB
 activation budget (DDR tensors read back through row rings with halo rows,
 streamed weight ring, stride 2, concatenations), the ``rgb`` variant (3-channel
 im2col stem over four banks, signed tensors, a concatenation at a word offset)
-and the ``wide`` variant (a stem that is not im2col'ed, one bank); the reference
+and the ``wide`` variant (a stem that is not im2col'ed, one bank, the pool rounding ties to even); the reference
 checkpoint's export on real Fashion-MNIST test images; one full-size 256x256
 zynqnet frame. Also: the C testbench (passes, and fails on corrupted vectors),
 the registers, short / long / missing-TLAST frames, foreign weight images, the
@@ -30,6 +30,7 @@ import os
 import shutil
 import subprocess
 import time
+from dataclasses import replace
 from types import SimpleNamespace
 
 import numpy as np
@@ -45,7 +46,6 @@ pytestmark = pytest.mark.skipif(shutil.which(os.environ.get("CXX", "g++")) is No
                                 reason="no C++ compiler (g++) for the C simulation")
 
 ERR = csim.ERROR_LOGIT
-FULL_FRAME_BUDGET_S = 30.0          # one 256x256 zynqnet frame through the native C simulation
 
 # name -> (export maker, random frames compared with the golden model)
 NETS = {
@@ -128,6 +128,10 @@ def test_export_covers_the_engine():
     rgb, wide = _net("rgb").man, _net("wide").man
     assert rgb["engine"]["n_ci"] == 4 and any(l["dst_offset"] % 16 for l in rgb["layers"])   # mid-group word
     assert wide["layers"][0]["k"] == 3 and wide["layers"][0]["src_kind"] == "stem"   # not im2col'ed
+    w = _net("wide")            # the pool rounds ties to even (4x4 map), and these frames have ties it decides
+    assert (wide["output"]["gap_round"], wide["output"]["gap_shift"]) == ("half_even", 4)
+    q = replace(w.qnet, cfg=replace(w.qnet.cfg, gap_round="half_up"))
+    assert not np.array_equal(golden_logits(q, w.frames), w.golden)
 
 
 def test_logits_match_golden(net):
@@ -386,7 +390,7 @@ def _weight_ring_steps(n, sim) -> None:
 # ---- the full-size network ---------------------------------------------------------
 def test_full_size_zynqnet_frame():
     """One 256x256 zynqnet frame (529 M MACs, 16x16 engine) through the native C simulation,
-    equal to the golden model, within FULL_FRAME_BUDGET_S."""
+    equal to the golden model."""
     d = fixtures.random_export("zynqnet", n_pe=16, n_ci=16, vectors=1)
     qnet = QNet.load_npz(d / "integers.npz")
     frame = _frames(np.random.default_rng(256), 4, qnet.input_shape)[3:]
@@ -395,8 +399,7 @@ def test_full_size_zynqnet_frame():
     logits = sim.run(frame)
     secs = time.perf_counter() - t0
     _expect_same(logits, golden_logits(qnet, frame), "zynqnet 256x256")
-    print(f"\nzynqnet 256x256 C-sim frame: {secs:.2f} s")
-    assert secs < FULL_FRAME_BUDGET_S, f"a full-size frame took {secs:.1f} s (budget {FULL_FRAME_BUDGET_S} s)"
+    print(f"\nzynqnet 256x256 C-sim frame: {secs:.2f} s")   # a figure (make bench has the speed), not a check
 
 
 # ---- command line and errors ------------------------------------------------------------

@@ -149,6 +149,7 @@ def _reference_export() -> tuple[Path, str] | None:
     return None
 
 
+@pytest.mark.xdist_group("rtl-reference")
 @pytest.mark.skipif(not os.environ.get("ZQ_HOST_REF_EXPORT") and not exports.REFERENCE_CKPT.exists(),
                     reason=f"no reference checkpoint at {exports.REFERENCE_CKPT}")
 def test_rtl_reference_fashion_mnist():
@@ -325,6 +326,7 @@ def test_rtl_mini_streamed_weights(mini_streamed):
     assert res["ddr_bytes"]["wts_rd"] >= 3 * body and ex.scratch_bytes == 0
 
 
+@pytest.mark.xdist_group("rtl-ddr64")
 def test_rtl_ddr_tensors_64():
     """One frame of the 64 x 64 zynqnet with an activation budget too small for its tensors: the
     driver allocates the scratch area, the engine writes and reads it through m_axi_act; the

@@ -74,6 +74,40 @@ def test_gap_shift():
         N.gap_shift(np.array([1]), 48)
 
 
+def _exact_round(num: int, k: int, mode: str) -> int:
+    """num / 2^k rounded by ``mode``, from the rational value (the definition, not the formula)."""
+    from fractions import Fraction
+    import math
+
+    x = Fraction(num, 1 << k)
+    fl = math.floor(x)
+    frac = x - fl
+    if mode == "floor":
+        return fl
+    if frac != Fraction(1, 2):
+        return fl + int(frac > Fraction(1, 2))
+    return {"half_up": fl + 1, "half_even": fl + (fl % 2), "half_away": fl + 1 if x > 0 else fl}[mode]
+
+
+@pytest.mark.parametrize("mode", ["half_up", "floor", "half_even", "half_away"])
+def test_gap_rounding_modes(mode):
+    """Each rounding of the global average pool (spec.engine.GAP_ROUNDINGS) is its rational definition,
+    in numpy and in torch, for every sum in -300..300 and 2^0..2^5 pixels."""
+    sums = np.arange(-300, 301)
+    for k in range(6):
+        want = [_exact_round(int(v), k, mode) for v in sums]
+        np.testing.assert_array_equal(N.gap_shift(sums, 1 << k, mode), want, err_msg=f"{mode}, k={k}")
+        assert torch.equal(N.gap_shift(torch.from_numpy(sums), 1 << k, mode), torch.tensor(want))
+        x = torch.from_numpy(sums).double() * 2.0 ** -k       # the QAT path rounds the mean the same way
+        assert torch.equal(fake_quant(x, QFormat(16, True, 0), mode), torch.tensor(want).double())
+    # the modes differ where they must: -1.5, -0.5, 0.5, 2.5
+    got = N.gap_shift(np.array([-6, -2, 2, 10]), 4, mode).tolist()
+    assert got == {"half_up": [-1, 0, 1, 3], "floor": [-2, -1, 0, 2], "half_even": [-2, 0, 0, 2],
+                   "half_away": [-2, -1, 1, 3]}[mode]
+    with pytest.raises(ValueError, match="unknown rounding"):
+        N.gap_shift(sums, 4, "ceil")
+
+
 @pytest.mark.parametrize("max_abs,bits,signed,want", [
     (1.0, 8, True, 7), (0.75, 8, True, 7), (0.5, 8, True, 8), (0.51, 8, True, 7), (0.1, 8, True, 10),
     (3.0, 8, False, 6), (1.0, 8, False, 8), (300.0, 16, True, 6), (1000.0, 8, True, -3),
@@ -207,16 +241,21 @@ def test_mode_guards():
         net.integer_forward(frames(2, net.cfg).float())
 
 
-@pytest.mark.parametrize("seed,dim_calibration", [(0, False), (3, False), (5, True)])
-def test_qat_equals_integer_path_exactly(seed, dim_calibration):
-    """float64 fake quantization must reproduce the integer path bit for bit.
-    ``dim_calibration`` calibrates on dark frames so that bright test frames
-    saturate (exercises the clamps)."""
+@pytest.mark.parametrize("seed,dim_calibration,gap_round", [(0, False, "half_up"), (3, False, "half_up"),
+                                                             (5, True, "half_up"), (0, False, "floor"),
+                                                             (3, False, "half_even"), (5, False, "half_away")])
+def test_qat_equals_integer_path_exactly(seed, dim_calibration, gap_round):
+    """float64 fake quantization must reproduce the integer path bit for bit, under every rounding of the
+    global average pool (4x4 final map). ``dim_calibration`` calibrates on dark frames so that bright
+    test frames saturate (exercises the clamps)."""
+    from dataclasses import replace
+
     cfg = get_config("zynqnet-tiny")
     calib = frames(32, cfg, seed + 100)
     if dim_calibration:
         calib = calib // 8
     net = calibrated(seed, calib)
+    net.cfg = replace(net.cfg, gap_round=gap_round)
     x = frames(64, cfg, seed)
     logits = net.integer_forward(x)
     assert logits.dtype == torch.int64 and logits.shape == (64, 10)
@@ -279,7 +318,7 @@ def numpy_reference(net: ZynqNet, x: torch.Tensor) -> tuple[np.ndarray, dict[str
         acc += b[None, :, None, None]
         pieces.setdefault(l.dst, []).append(N.requantize(acc, p[l.name]["shift"], l.relu, p[l.name]["out_format"]))
     out = t[cfg.output_tensor] = np.concatenate(pieces.pop(cfg.output_tensor), 1)
-    logits = N.gap_shift(out.sum(axis=(2, 3)), out.shape[2] * out.shape[3])[:, :cfg.num_classes]
+    logits = N.gap_shift(out.sum(axis=(2, 3)), out.shape[2] * out.shape[3], cfg.gap_round)[:, :cfg.num_classes]
     return logits, t
 
 

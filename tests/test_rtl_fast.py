@@ -209,13 +209,61 @@ def test_cache_key(ref):
     assert rf.FastBuild(ref["ex"], sources=a.sources[:-1] + [rf.HARNESS_DIR / "zq_maxi_echo.sv"]).key != a.key
 
 
+def test_build_levels(ref, monkeypatch):
+    """Each optimization level has its own cache key (native's holds this CPU's target) and its
+    own build directory; $ZQ_SIM_OPT sets the default; an unknown level is refused naming the
+    levels; pgo applies to the engine only; long runs (the whole test set) pick pgo, short ones
+    the default."""
+    monkeypatch.delenv(rf.OPT_ENV, raising=False)
+    builds = {o: rf.FastBuild(ref["ex"], opt=o) for o in rf.OPT_LEVELS}
+    assert len({b.key for b in builds.values()}) == len(rf.OPT_LEVELS)
+    assert len({b.build_dir for b in builds.values()}) == len(rf.OPT_LEVELS)
+    assert rf.FastBuild(ref["ex"]).opt == rf.DEFAULT_OPT == "native" and builds["native"].key == ref["build"].key
+    assert builds["native"].native == rf.native_target() and builds["o2"].native == ""
+    assert "-march=native" in builds["pgo"].cflags("use") and "-fprofile-use" in builds["pgo"].cflags("use")
+    assert "-march=native" not in builds["quick"].cflags() and "OPT_FAST=-O1" in builds["quick"].makeflags()
+    monkeypatch.setenv(rf.OPT_ENV, "quick")
+    assert rf.FastBuild(ref["ex"]).key == builds["quick"].key and rf.run_opt(ref["ex"], 10_000) == "quick"
+    monkeypatch.setenv(rf.OPT_ENV, "fastest")
+    with pytest.raises(rf.RtlFastError, match="unknown optimization level 'fastest'.*quick, o2, native, pgo"):
+        rf.FastBuild(ref["ex"])
+    monkeypatch.delenv(rf.OPT_ENV)
+    echo = rf.FastBuild(ref["ex"], sources=[rf.HARNESS_DIR / "zq_maxi_echo.sv"], top="zq_maxi_echo", opt="pgo")
+    assert echo.opt == "native"
+    assert rf.run_opt(ref["ex"], 10_000) == "pgo" and rf.run_opt(ref["ex"], 6) == "native"
+    assert rf.run_opt(ref["ex"], 10_000, "o2") == "o2"
+
+
+@pytest.mark.slow
+def test_pgo_build_same_bits(ref):
+    """The profile-guided build (two compiles around a training run on the export's vectors) and
+    the quick one give the default build's logits, cycles and registers, frame for frame."""
+    frames = ref["frames"][:3]
+    runs = {}
+    for opt in ("pgo", "quick", "native"):
+        b = rf.FastBuild(ref["ex"], opt=opt)
+        lib = b.build()
+        if opt == "pgo":
+            assert "training run:" in (b.build_dir / "build.log").read_text()
+            assert json.loads(b.stamp.read_text())["opt"] == "pgo"
+        res = rf.run_sharded(rf.SimSpec.for_export(lib, ref["ex"]), frames, workers=1)
+        res.check()
+        runs[opt] = res
+    for opt in ("pgo", "quick"):
+        assert np.array_equal(runs[opt].logits, runs["native"].logits)
+        assert np.array_equal(runs[opt].cycles_measured, runs["native"].cycles_measured)
+        assert all(np.array_equal(runs[opt].regs[k], runs["native"].regs[k]) for k in runs["native"].regs)
+    rf.compare_logits(runs["pgo"].logits, rf.golden(ref["ex"], frames))
+
+
 # ---- AXI4 memory model -------------------------------------------------------------------
 def test_axi_mem_unit(tmp_path):
     """sim/harness/test_axi_mem.cpp (g++): latency, ordering, RLAST, BRESP, DECERR/SLVERR,
     outstanding limits, the 4 KiB check, random gaps and stalls on every channel; the memory
     presets' rules: per-port token bucket, one shared budget for two ports and a charged stream,
     refresh, AWREADY withheld until a W beat waits, the outstanding-limit checker, reads answered
-    across a DUT reset."""
+    across a DUT reset; the quiet fast path against the full model under a random master, output
+    for output and cycle for cycle."""
     exe = tmp_path / "test_axi_mem"
     cc = subprocess.run(["g++", "-std=c++17", "-O1", "-Wall", "-Wextra", "-Werror", f"-I{rf.HARNESS_DIR}",
                          str(rf.HARNESS_DIR / "test_axi_mem.cpp"), "-o", str(exe)], capture_output=True, text=True)
@@ -234,6 +282,7 @@ def test_axi_mem_unit(tmp_path):
     assert 3700 <= v["shared_beats"] <= 3760 and v["refresh_cycles"] == 260
     assert v["aw_waits_w_after_b"] == 0 and v["aw_waits_w_first_b"] == 1 and v["outstanding_errors"] == 2
     assert v["reset_drop_late_beats"] == 0 and v["reset_keep_late_beats"] == 16
+    assert v["fast_path_quiet_cycles"] > 20_000
 
 
 # the echo DUT implements this subset of the specification's RTL register map
@@ -393,6 +442,7 @@ def test_rtl_fast_backend(ref, capsys):
 
 
 # ---- the full ZynqNet --------------------------------------------------------------------------
+@pytest.mark.xdist_group("fast-zynqnet")
 def test_full_zynqnet_two_frames():
     """The 256x256 ZynqNet (random weights, 16x16 engine, three tensors in DDR, the weight image
     streamed each frame): two frames back to back, bit-exact; every layer within 3 % of the cycle

@@ -72,9 +72,9 @@ def run(export_dir, rtl, testcase, run_name=None, **env):
 def issue_cycles(l) -> int:
     """Cycles of a layer that never waits: its MAC steps, one G_BAND cycle per band, one bias
     step per (band, group) block, and the fixed per-layer overhead (counted in zq_top/zq_loop_gen/
-    zq_core: row fetch, decode, write-wait check, start, G_IDLE, G_PREP; G_END, the 19-stage
+    zq_core: row fetch, decode, write-wait check, start, G_IDLE, G_PREP; G_END, the 20-stage
     pipeline, the busy register and T_DRAIN)."""
-    return l.mac_cycles + l.n_bands * (1 + l.co_groups) + 28
+    return l.mac_cycles + l.n_bands * (1 + l.co_groups) + 29
 
 
 def check_layers(ex, measured: list[dict], tol: float = 0.03, first_frame: bool = False) -> None:
@@ -84,7 +84,7 @@ def check_layers(ex, measured: list[dict], tol: float = 0.03, first_frame: bool 
     plan = load_plan(ex)
     model = predict(plan, cached=not first_frame)["layers"]
     man = json.loads((ex / "manifest.json").read_text())
-    assert RTL_TIMING.layer_overhead == 28
+    assert RTL_TIMING.layer_overhead == 29
     for m, p, pl, ml in zip(measured, model, plan.layers, man["layers"]):
         assert abs(p["cycles"] - m["cycles"]) <= tol * m["cycles"], (m, p)
         if m["stalls"] == 0:
@@ -94,6 +94,7 @@ def check_layers(ex, measured: list[dict], tol: float = 0.03, first_frame: bool 
 
 
 # ---- logits ------------------------------------------------------------------
+@pytest.mark.xdist_group("rtl-tiny")
 def test_tiny_logits_back_to_back(tiny, rtl):
     """16 export vectors + 24 random frames, auto-restart, back to back: bit-exact, in order."""
     r = run(tiny, rtl, "run_frames", run_name="tiny_vectors", frames=16, source="vectors", mode="auto")
@@ -105,6 +106,7 @@ def test_tiny_logits_back_to_back(tiny, rtl):
     assert len({tuple(x) for x in r["expected"]}) == 24
 
 
+@pytest.mark.xdist_group("rtl-mini")
 def test_mini_logits(mini, rtl):
     """zynqnet-mini (N_PE=16, N_CI=8, weights cached on chip), 4 frames back to back: bit-exact;
     the weight image is read once; each later frame reads only its header (the cache check)."""
@@ -116,6 +118,7 @@ def test_mini_logits(mini, rtl):
     assert man["engine"]["weight_cache"] and r["ddr"]["wts_bytes"] == mem["weight_image_bytes"] + 3 * mem["header_bytes"]
 
 
+@pytest.mark.xdist_group("rtl-ddr64")
 def test_ddr_tensors_and_streamed_weights(ddr64, rtl):
     """Tensors in DDR and a weight ring smaller than the image, two frames back to back: both
     bit-exact (the second frame re-streams the image into a ring the first one left full), DDR
@@ -137,6 +140,7 @@ def test_ddr_tensors_and_streamed_weights(ddr64, rtl):
         check_layers(ddr64, r["layers"])
 
 
+@pytest.mark.xdist_group("rtl-tiny")
 def test_backpressure(tiny, rtl):
     """Random gaps and stalls on both streams and every AXI4 channel: identical logits."""
     plain = run(tiny, rtl, "run_frames", run_name="tiny_plain", frames=12, source="random:21", mode="auto")
@@ -147,6 +151,7 @@ def test_backpressure(tiny, rtl):
     assert bp["sim_cycles"] > plain["sim_cycles"]   # the pauses did happen
 
 
+@pytest.mark.xdist_group("rtl-ddr64")
 def test_backpressure_ddr_single(ddr64, rtl):
     """One ap_start per frame, with backpressure on the streams and the DDR ports."""
     r = run(ddr64, rtl, "run_frames", run_name="ddr64_backpressure", frames=1, source="random:4", mode="single",
@@ -154,7 +159,7 @@ def test_backpressure_ddr_single(ddr64, rtl):
     assert r["mismatches"] == [] and r["frames_done"] == 1
 
 
-@pytest.mark.parametrize("variant", ["rgb", "wide"])
+@pytest.mark.parametrize("variant", [pytest.param(v, marks=pytest.mark.xdist_group(f"rtl-{v}")) for v in ("rgb", "wide")])
 def test_variant_networks(variant, rtl):
     """Corner cases of the layer table and engine parameters (see zynqflow.export.fixtures.variant_config):
     RGB im2col, N_CI=4 / one-bank engines, signed tensors, partial words, odd concat offsets, GAP shift 0,
@@ -166,6 +171,7 @@ def test_variant_networks(variant, rtl):
         check_layers(ex, r["layers"])
 
 
+@pytest.mark.xdist_group("rtl-reference")
 @pytest.mark.skipif(not exports.REFERENCE_CKPT.exists(),
                     reason=f"no reference checkpoint at {exports.REFERENCE_CKPT}")
 def test_reference_checkpoint(rtl):
@@ -176,6 +182,7 @@ def test_reference_checkpoint(rtl):
 
 
 # ---- control, protocol, faults ------------------------------------------------------
+@pytest.mark.xdist_group("rtl-tiny")
 def test_reset_mid_frame(tiny, rtl):
     """ap_rst_n while a frame streams in, while it computes and while its logits stream out."""
     r = run(tiny, rtl, "reset_mid_frame")
@@ -183,6 +190,7 @@ def test_reset_mid_frame(tiny, rtl):
     assert r["log"]["after_output_reset"]["frames_done"] == 0
 
 
+@pytest.mark.xdist_group("rtl-tiny")
 def test_protocol_errors(tiny, rtl):
     """Short, long and one-beat frames; a frame without TLAST: one output frame per input frame."""
     r = run(tiny, rtl, "protocol_errors")
@@ -192,7 +200,8 @@ def test_protocol_errors(tiny, rtl):
     assert r["frames_done"] == 3 and all(v == ERR for v in r["missing_tlast"][0] + r["missing_tlast"][1])
 
 
-@pytest.mark.parametrize("net", ["tiny", "ddr64"])
+@pytest.mark.parametrize("net", [pytest.param("tiny", marks=pytest.mark.xdist_group("rtl-tiny")),
+                                 pytest.param("ddr64", marks=pytest.mark.xdist_group("rtl-ddr64-faults"))])
 def test_ddr_faults(net, rtl, request):
     """SLVERR on a weight read and on an activation write, a base address out of range, a weight
     image of another network: each sets its status bit and answers with an error frame; the next
@@ -206,6 +215,7 @@ def test_ddr_faults(net, rtl, request):
         assert (x["status"] & E.STATUS_FLAGS_MASK == 0) == x["what"].startswith("good frame")
 
 
+@pytest.mark.xdist_group("rtl-tiny")
 def test_registers(tiny, rtl):
     r = run(tiny, rtl, "registers")
     man = json.loads((tiny / "manifest.json").read_text())
@@ -217,7 +227,8 @@ def test_registers(tiny, rtl):
         assert all(f["cycles_last"] == f["measured"] for f in r["frames"])
 
 
-@pytest.mark.parametrize("net", ["tiny", "mini"])
+@pytest.mark.parametrize("net", [pytest.param("tiny", marks=pytest.mark.xdist_group("rtl-tiny")),
+                                 pytest.param("mini", marks=pytest.mark.xdist_group("rtl-mini"))])
 def test_layer_cycles(net, rtl, request):
     """The measured layer_cycles of every layer against the cycle model (within 3 %) and, for the
     layers that never stall, against the independent count of issue steps plus overhead."""
@@ -233,6 +244,20 @@ def test_layer_cycles(net, rtl, request):
 
 
 # ---- static checks ----------------------------------------------------------------
+def test_exports_with_the_same_parameters_share_one_simulator(tiny, rtl):
+    """The build is keyed by what is compiled (sources, rtl_params.svh), not by the export's path:
+    the same network with other test vectors uses the same simulator; other weights (another
+    network ID in the parameters) get another."""
+    if rtl != "rtl":
+        pytest.skip("the HLS export's build is keyed by its Verilog")
+    other_vectors = exports.random_export("zynqnet-tiny", seed=0, vectors=4)
+    other_weights = exports.random_export("zynqnet-tiny", seed=1, vectors=4)
+    assert other_vectors != tiny and (other_vectors / "rtl_params.svh").read_text() == \
+        (tiny / "rtl_params.svh").read_text()
+    assert SimBuild(other_vectors, rtl).build_dir == SimBuild(tiny, rtl).build_dir
+    assert SimBuild(other_weights, rtl).build_dir != SimBuild(tiny, rtl).build_dir
+
+
 def test_spec_generated_files_are_current(rtl):
     """hls/zq_spec.h, rtl/zq_spec.svh and docs/engine-spec.md are what spec/gen.py writes now."""
     p = subprocess.run([sys.executable, "-m", "zynqflow.spec.gen", "--check"], capture_output=True, text=True)

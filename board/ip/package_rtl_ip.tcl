@@ -15,12 +15,17 @@
 # The IP, as UG1118 asks: a Verilog top (board/ip/zq_top_ip.v: every zq_top port and
 # parameter passed through), packaged with ipx::package_project, then
 #   * the bus interfaces declared explicitly (Vivado's own inference removed first):
-#     s_axi_control (AXI4-Lite slave), m_axi_wts, m_axi_act and m_axi_act2 (AXI4 masters,
-#     64-bit, each with its own address space of the same name, 4 GiB), s_axis_in (AXI4-Stream
-#     slave), m_axis_out (AXI4-Stream master), ap_clk (clock of all of them), ap_rst_n
-#     (active-low reset), interrupt (level-high); every port named by the interface
-#     naming Vitis HLS uses, so the block design (board/pynq_z2.tcl) wires either engine
-#     the same way;
+#     s_axi_control (AXI4-Lite slave, decoding its whole 64 KiB segment), m_axi_wts,
+#     m_axi_act and m_axi_act2 (AXI4 masters, 64-bit, each with its own address space of the
+#     same name, 4 GiB), s_axis_in (AXI4-Stream slave), m_axis_out (AXI4-Stream master), ap_clk (clock
+#     of all of them, FREQ_HZ the specification's clock), ap_rst_n (active-low reset),
+#     interrupt (level-high); every port named by the interface naming Vitis HLS uses, so
+#     the block design (board/pynq_z2.tcl) wires either engine the same way. The streams
+#     carry no TSTRB (HAS_TSTRB 0), as the AXI DMA's have none (PG021): the engine ignores
+#     s_axis_in_TSTRB, which is tied high when undriven (its driver value), and drives
+#     m_axis_out_TSTRB high, a pin outside the interface;
+#   * the sources: the .svh headers marked as include files (is_include) in both file
+#     groups, as the project marks them Verilog Header;
 #   * the memory map of s_axi_control: address block "Reg" (64 KiB, as Vitis HLS makes
 #     it) with the RTL twin's registers and their fields from the engine specification
 #     (board/zq_spec.tcl, generated from spec/engine.py), named as the driver reads them
@@ -240,13 +245,14 @@ set axi_ports {AWID AWADDR AWLEN AWSIZE AWBURST AWLOCK AWCACHE AWPROT AWQOS AWRE
                BID BRESP BUSER BVALID BREADY
                ARID ARADDR ARLEN ARSIZE ARBURST ARLOCK ARCACHE ARPROT ARQOS ARREGION ARUSER ARVALID ARREADY
                RID RDATA RRESP RLAST RUSER RVALID RREADY}
-set axis_ports {TDATA TVALID TREADY TKEEP TSTRB TLAST}
+# no TSTRB: the AXI DMA on the other end has none (PG021 Port Descriptions)
+set axis_ports {TDATA TVALID TREADY TKEEP TLAST}
 # bursts in flight per port: zq_axi_rd / zq_axi_wr's MAX_OUT as zq_top instantiates them (8),
 # what the HP ports accept for reads (UG585); the interconnect sizes its buffers from these
 set outstanding 8
 
 # the widths the specification fixes, checked against the wrapper's ports
-foreach {port want} [list s_axi_control_WDATA 32 s_axi_control_AWADDR $zq_spec(reg_addr_bits,rtl) \
+foreach {port want} [list s_axi_control_WDATA 32 s_axi_control_AWADDR $zq_spec(ctrl_addr_bits) \
                          m_axi_wts_RDATA $zq_spec(axi_data_bits) m_axi_act_WDATA $zq_spec(axi_data_bits) \
                          m_axi_wts_ARADDR $zq_spec(axi_addr_bits) m_axi_act_AWADDR $zq_spec(axi_addr_bits) \
                          m_axi_act2_RDATA $zq_spec(axi_data_bits) m_axi_act2_ARADDR $zq_spec(axi_addr_bits) \
@@ -272,11 +278,18 @@ foreach {p mode} {wts READ_WRITE act READ_WRITE act2 READ_ONLY} {
 }
 foreach {name mode} {s_axis_in slave m_axis_out master} {
     zq_bus $core $name $mode interface:axis_rtl:1.0 interface:axis:1.0 [zq_prefixed ${name}_ $axis_ports] \
-        [list TDATA_NUM_BYTES [expr {[zq_width $core ${name}_TDATA] / 8}] HAS_TREADY 1 HAS_TKEEP 1 HAS_TSTRB 1 \
+        [list TDATA_NUM_BYTES [expr {[zq_width $core ${name}_TDATA] / 8}] HAS_TREADY 1 HAS_TKEEP 1 HAS_TSTRB 0 \
               HAS_TLAST 1 TUSER_WIDTH 0 TID_WIDTH 0 TDEST_WIDTH 0]
 }
+# the TSTRB the DMA does not drive: all bytes data bytes (the AXI4-Stream default); m_axis_out_TSTRB
+# (all ones in zq_top) stays a pin outside the interface
+set_property driver_value [expr {(1 << [zq_width $core s_axis_in_TSTRB]) - 1}] [zq_port $core s_axis_in_TSTRB]
+zq_port $core m_axis_out_TSTRB
+# the clock: the specification's (FCLK_CLK0 in board/pynq_z2.tcl), so that IP integrator's
+# validation compares it with its source (FREQ_HZ, as Xilinx's own RTL-kernel packaging sets it)
 zq_bus $core ap_clk slave signal:clock_rtl:1.0 signal:clock:1.0 {CLK ap_clk} \
-    [list ASSOCIATED_BUSIF s_axi_control:m_axi_wts:m_axi_act:m_axi_act2:s_axis_in:m_axis_out ASSOCIATED_RESET ap_rst_n]
+    [list ASSOCIATED_BUSIF s_axi_control:m_axi_wts:m_axi_act:m_axi_act2:s_axis_in:m_axis_out ASSOCIATED_RESET ap_rst_n \
+          FREQ_HZ [expr {$zq_spec(clock_mhz) * 1000000}]]
 zq_bus $core ap_rst_n slave signal:reset_rtl:1.0 signal:reset:1.0 {RST ap_rst_n} [list POLARITY ACTIVE_LOW]
 zq_bus $core interrupt master signal:interrupt_rtl:1.0 signal:interrupt:1.0 {INTERRUPT interrupt} \
     [list SENSITIVITY LEVEL_HIGH]
@@ -301,7 +314,7 @@ foreach p {wts act act2} {
 set mm [ipx::add_memory_map s_axi_control $core]
 set_property slave_memory_map_ref s_axi_control [ipx::get_bus_interfaces s_axi_control -of_objects $core]
 set block [ipx::add_address_block Reg $mm]
-set_property range 65536 $block
+set_property range $zq_spec(ctrl_segment_bytes) $block
 set_property width 32 $block
 set_property usage register $block
 set_property access read-write $block
@@ -339,6 +352,12 @@ foreach {name value} $params {
     set_property enablement_value false [ipx::get_user_parameters $name -of_objects $core]
 }
 
+# the headers: include files of both file groups (the project's Verilog Header files)
+foreach group [ipx::get_file_groups -of_objects $core] {
+    foreach f [ipx::get_files -of_objects $group *.svh] {
+        set_property is_include true $f
+    }
+}
 ipx::create_xgui_files $core
 ipx::update_checksums $core
 if {[catch {ipx::check_integrity $core} msg]} {

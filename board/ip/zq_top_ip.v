@@ -3,10 +3,11 @@
 // UG1118 (Vivado Design Suite User Guide: Creating and Packaging Custom IP) takes a
 // Verilog or VHDL top for the IP packager, not a SystemVerilog one. This module is that
 // top: Verilog-2001, every parameter and every port of rtl/zq_top.sv passed through
-// unchanged (same names, same widths, same defaults), so the packaged IP has the Vitis
-// HLS IP's interface names (s_axi_control, m_axi_wts, m_axi_act, s_axis_in, m_axis_out,
-// ap_clk, ap_rst_n, interrupt) and one block design takes either engine; the RTL twin adds
-// m_axi_act2 (activation path 2's reads, HP3), which the block design wires for it.
+// unchanged (same names, same widths, same defaults, but for the control port's address
+// width, below), so the packaged IP has the Vitis HLS IP's interface names (s_axi_control,
+// m_axi_wts, m_axi_act, s_axis_in, m_axis_out, ap_clk, ap_rst_n, interrupt) and one block
+// design takes either engine; the RTL twin adds m_axi_act2 (activation path 2's reads, HP3),
+// which the block design wires for it.
 //
 // The parameter defaults are the export's (rtl_params.svh, `include path: the export
 // directory) and the specification's (zq_spec.svh, rtl/); the packaging script sets the
@@ -41,11 +42,16 @@ module zq_top_ip #(
     parameter N_CLASSES   = `ZQ_N_CLASSES,
     parameter GAP_ROWS    = `ZQ_GAP_ROWS,
     parameter GAP_SHIFT   = `ZQ_GAP_SHIFT,
+    parameter GAP_ROUND   = `ZQ_GAP_ROUND,
     parameter [31:0] NET_ID       = `ZQ_NET_ID,
     parameter [31:0] BUILD_PARAMS = `ZQ_BUILD_PARAMS,
     parameter [31:0] ENGINE_INFO  = `ZQ_ENGINE_INFO,
     parameter [N_LAYERS*`ZQ_ROW_BITS-1:0] LAYER_TABLE = `ZQ_LAYER_TABLE,
-    parameter C_S_AXI_CONTROL_ADDR_WIDTH = `ZQ_REG_ADDR_BITS_RTL,
+    // the one default that differs from zq_top's: the control port decodes the whole 64 KiB
+    // segment the block design maps it to (spec.engine.CTRL_ADDR_BITS), not only the register
+    // map's 256 bytes, so that no register answers again at +0x100 (zq_axil_regs decodes every
+    // bit of its port: an address outside the map reads 0 and changes nothing)
+    parameter C_S_AXI_CONTROL_ADDR_WIDTH = `ZQ_CTRL_ADDR_BITS,
     parameter C_S_AXI_CONTROL_DATA_WIDTH = 32
 ) (
     input  wire         ap_clk,
@@ -151,7 +157,7 @@ module zq_top_ip #(
         .WBUF_DEPTH(WBUF_DEPTH), .CACHE(CACHE), .N_WORDS(N_WORDS), .HDR_BYTES(HDR_BYTES),
         .IMAGE_BYTES(IMAGE_BYTES), .SCRATCH_BYTES(SCRATCH_BYTES), .IN_SIZE(IN_SIZE), .IN_CH(IN_CH),
         .STEM_K(STEM_K), .STEM_S(STEM_S), .STEM_SIZE(STEM_SIZE), .IN_WORDS(IN_WORDS), .RAW_RR(RAW_RR),
-        .N_CLASSES(N_CLASSES), .GAP_ROWS(GAP_ROWS), .GAP_SHIFT(GAP_SHIFT), .NET_ID(NET_ID),
+        .N_CLASSES(N_CLASSES), .GAP_ROWS(GAP_ROWS), .GAP_SHIFT(GAP_SHIFT), .GAP_ROUND(GAP_ROUND), .NET_ID(NET_ID),
         .BUILD_PARAMS(BUILD_PARAMS), .ENGINE_INFO(ENGINE_INFO), .LAYER_TABLE(LAYER_TABLE),
         .C_S_AXI_CONTROL_ADDR_WIDTH(C_S_AXI_CONTROL_ADDR_WIDTH),
         .C_S_AXI_CONTROL_DATA_WIDTH(C_S_AXI_CONTROL_DATA_WIDTH)

@@ -20,6 +20,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <sstream>
 #include <thread>
 
@@ -323,10 +324,29 @@ class Pool {
 
 Pool* g_pool = nullptr;  // never destroyed: detached workers may outlive static destruction
 
-void pool_after_fork() { g_pool = nullptr; }  // a forked child has none of the parent's workers
+// A fork while another thread is in a threads-mode run: the child gets the scheduler's locks in
+// whatever state that run left them, and its processes, sleepers and workers without their threads.
+// The fork waits for the locks (no thread holds them for long), and the child starts clean.
+void sched_before_fork() {
+    g_cfg_mutex.lock();
+    g_m.lock();
+}
+void sched_after_fork_parent() {
+    g_m.unlock();
+    g_cfg_mutex.unlock();
+}
+void sched_after_fork_child() {
+    g_pool = nullptr;  // a forked child has none of the parent's workers (the old pool is left, unused)
+    g_live.clear();    // nor its running processes
+    g_sleeping = 0;
+    g_aborted = false;
+    new (&g_cv) std::condition_variable();  // its waiters were the parent's threads: a fresh one
+    g_m.unlock();
+    g_cfg_mutex.unlock();
+}
 
 Pool& pool() {
-    static bool once = (pthread_atfork(nullptr, nullptr, pool_after_fork), true);
+    static bool once = (pthread_atfork(sched_before_fork, sched_after_fork_parent, sched_after_fork_child), true);
     (void)once;
     if (!g_pool) g_pool = new Pool();
     return *g_pool;
@@ -641,6 +661,15 @@ Mode mode() { return g_mode; }
 const char* mode_name(Mode m) {
     return m == MODE_THREADS ? "threads" : m == MODE_LOCKSTEP ? "lockstep" : "sequential";
 }
+
+static Hazard g_hazard = HAZARD_NONE;
+static int g_hazard_delay = 0;
+void set_hazard(Hazard h, int delay) {
+    g_hazard = delay > 0 ? h : HAZARD_NONE;
+    g_hazard_delay = delay > 0 ? delay : 0;
+}
+Hazard hazard() { return g_hazard; }
+int hazard_delay() { return g_hazard_delay; }
 
 void set_depth_override(const char* name, int depth) {
     std::lock_guard<std::mutex> lk(g_cfg_mutex);

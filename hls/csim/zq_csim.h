@@ -50,6 +50,16 @@ const char* mode_name(Mode m);
 void set_depth_override(const char* name, int depth);
 void clear_depth_overrides();
 
+// The pipeline-hazard mode of the engine's pipelined loops (csim/zq_hazard.h), for the runs from
+// now on: NONE (every store at its place in the C code); LATE_STORES (every store to a RAM and every
+// slot release lands `delay` iterations late, as in a pipeline whose store stage follows its read
+// stage by `delay`); LATE_READS (every read of the datapath, and all it computes, `delay` iterations
+// late, as in a pipeline whose read stage follows a store stage by `delay`).
+enum Hazard { HAZARD_NONE = 0, HAZARD_LATE_STORES = 1, HAZARD_LATE_READS = 2 };
+void set_hazard(Hazard h, int delay);
+Hazard hazard();
+int hazard_delay();
+
 // The run failed: a deadlock (the message names the blocked processes and streams).
 struct Deadlock : std::runtime_error {
     explicit Deadlock(const std::string& what) : std::runtime_error(what) {}

@@ -12,7 +12,9 @@
 #              ZQ_HLS_CLOCK (ns, default 10),
 #              ZQ_COSIM_FRAMES (test vectors co-simulated, default 1; the C simulation runs all),
 #              ZQ_COSIM_PROTOCOL (1: the co-simulation also runs the testbench's protocol checks, ten
-#              more frames; default 0, so that it runs exactly ZQ_COSIM_FRAMES frames).
+#              more frames; default 0, so that it runs exactly ZQ_COSIM_FRAMES frames),
+#              ZQ_CSYNTH_CHECK (a command run on the csynth report after csynth_design, with the report
+#              directory and `--json <out_dir>/csynth_check.json`; make hls: zynqflow.bench.csynth_check).
 # The m_axi depths for co-simulation (ZQ_WTS_DEPTH, ZQ_ACT_DEPTH: 64-bit beats of the weight
 # image and of the scratch area) are computed here from weights.bin and net_params.h and
 # passed as defines. Normally run through hls/scripts/hls.sh, which finds the tool first.
@@ -103,6 +105,17 @@ if {[lsearch -exact $steps csynth] >= 0} {
     file mkdir [file join $out_dir reports]
     foreach rpt [glob -nocomplain [file join $out_dir zq_hls solution1 syn report *.rpt]] {
         file copy -force $rpt [file join $out_dir reports]
+    }
+    # The csynth report's check (make hls sets ZQ_CSYNTH_CHECK to `python -m zynqflow.bench.csynth_check`):
+    # the core's loop CORE at II=1 with a depth the guards allow, or the flow stops here, before the
+    # co-simulation; the result in <out_dir>/csynth_check.json.
+    if {[info exists ::env(ZQ_CSYNTH_CHECK)] && $::env(ZQ_CSYNTH_CHECK) ne ""} {
+        set report_dir [file join $out_dir zq_hls solution1 syn report]
+        set check_json [file join $out_dir csynth_check.json]
+        if {[catch {exec {*}$::env(ZQ_CSYNTH_CHECK) $report_dir --json $check_json >@ stdout 2>@ stderr} err]} {
+            puts stderr "run_hls.tcl: the csynth report check failed ($err): $check_json"
+            exit 1
+        }
     }
 }
 if {[lsearch -exact $steps cosim] >= 0} {

@@ -38,6 +38,7 @@ from zynqflow.sim.world.vitis_hwh import hls_control_registers, read_hwh, write_
 REG_CYCLES = 2                  # an AXI4-Lite access through GP0, roughly
 DMA_REG_CYCLES = 2
 POLL_CYCLES = 256               # a DMASR poll of a busy channel lets this much time pass (as the shim)
+IRQ_WAIT_CYCLES = 20000         # an interrupt wait gives up after this many cycles (as the shim's; board: 1 s)
 RESET_CYCLES, BUSY_RESET_CYCLES = 16, 600
 OUT_NAMES = ("status", "frames_done", "net_id", "build_params", "engine_info")
 
@@ -96,12 +97,16 @@ class HlsDma(Pg021Dma):
 class HlsDevice:
     """The engine, its control block and the DMA, advanced in clock cycles (``t``)."""
 
-    def __init__(self, export: Export, csim, registers: dict, faults=(), period_ns: float = 10.0):
+    def __init__(self, export: Export, csim, registers: dict, faults=(), period_ns: float = 10.0,
+                 generation: str = "2023.2", host_cycles: int = 0, out_fifo_frames: int = 0):
         from zynqflow.sim.world.pynq_shim import SimAllocator
 
         self.export, self.csim, self.period_ns = export, csim, period_ns
         self.t = 0
-        self.ctrl = VitisControl(registers)
+        self.host_cycles = int(host_cycles)
+        self.out_fifo_frames = int(out_fifo_frames)  # an AXI4-Stream FIFO between m_axis_out and the S2MM
+        self.out_fifo: list[list[int]] = []          # output frames in it, not yet taken by the S2MM
+        self.ctrl = VitisControl(registers, generation)
         self.allocate = SimAllocator(CsimMemory(csim), base=csim.default_bases["wts"])
         self.dma = HlsDma(self, self.allocate, faults)
         self.frame_cycles = export.frame_cycles()
@@ -138,10 +143,14 @@ class HlsDevice:
         if self.out_ready_t is None and self.ctrl.running and any(last for _, last in self.in_words):
             cands.append(self.t)
         s2 = d.s2mm
-        if self.out_ready_t is not None and s2.busy and s2.job is not None:
-            f = s2.job["fault"]
-            if not (f and f["kind"] == "stall"):
-                cands.append(max(self.t, self.out_ready_t, s2.job["t"]) + 1)
+        posted = s2.busy and s2.job is not None and not (s2.job["fault"] and s2.job["fault"]["kind"] == "stall")
+        if self.out_fifo and posted:                                       # the FIFO's first frame out
+            cands.append(max(self.t, s2.job["t"]) + 1)
+        elif self.out_ready_t is not None and posted:                      # the engine's output, straight
+            cands.append(max(self.t, self.out_ready_t, s2.job["t"]) + 1)
+        if self.out_ready_t is not None and len(self.out_fifo) < self.out_fifo_frames and not (
+                posted and not self.out_fifo):                             # the engine's output into the FIFO
+            cands.append(max(self.t, self.out_ready_t) + 1)
         return min(cands) if cands else None
 
     def _event(self) -> None:
@@ -170,8 +179,15 @@ class HlsDevice:
             self._compute()
             return
         s2 = d.s2mm
-        if self.out_ready_t is not None and s2.busy and s2.job is not None:
+        posted = s2.busy and s2.job is not None
+        if self.out_fifo and posted:
+            self._s2mm_from_fifo(s2)
+        elif self.out_ready_t is not None and posted:
             self._s2mm(s2)
+        elif self.out_ready_t is not None and len(self.out_fifo) < self.out_fifo_frames and self.t >= self.out_ready_t:
+            self.out_fifo.append(self.out_words)                           # the call ends: its output is out
+            self.t += len(self.out_words)
+            self._frame_done()
 
     # ---- the data movers and the engine ------------------------------------------------------
     def _mm2s_step(self, ch) -> None:
@@ -233,6 +249,15 @@ class HlsDevice:
         else:
             ch._complete(n)
 
+    def _s2mm_from_fifo(self, ch) -> None:
+        """The S2MM takes the FIFO's first frame (a fault-free transfer; faults act on the engine's own)."""
+        words = self.out_fifo.pop(0)
+        n = min(4 * len(words), ch.length)
+        self.dma.written(ch, n)
+        self.allocate.mem.write(ch.addr, np.array(words, "<u4").tobytes()[:n])
+        self.t += len(words)
+        ch._complete(n)
+
     def _frame_done(self) -> None:
         self.out_words, self.out_ready_t = [], None
         self.ctrl.finish(self.outputs)
@@ -246,6 +271,7 @@ class HlsDevice:
             c.job = None
         self.dma.resetting = False
         self.in_words, self.out_words, self.out_ready_t, self.in_taken = [], [], None, 0
+        self.out_fifo = []
 
 
 class _Mmio:
@@ -255,11 +281,11 @@ class _Mmio:
         self.dev = dev
 
     def read(self, offset: int = 0, length: int = 4) -> int:
-        self.dev.advance(REG_CYCLES)
+        self.dev.advance(REG_CYCLES + self.dev.host_cycles)
         return self.dev.ctrl.read(offset)
 
     def write(self, offset: int, value: int) -> None:
-        self.dev.advance(REG_CYCLES)
+        self.dev.advance(REG_CYCLES + self.dev.host_cycles)
         self.dev.ctrl.write(offset, value)
 
 
@@ -271,11 +297,11 @@ class _DmaMmio:
 
     def read(self, offset: int = 0, length: int = 4) -> int:
         ch, off = self.dev.dma._channel(offset)
-        self.dev.advance(POLL_CYCLES if off == 0x04 and ch.busy else DMA_REG_CYCLES)
+        self.dev.advance((POLL_CYCLES if off == 0x04 and ch.busy else DMA_REG_CYCLES) + self.dev.host_cycles)
         return ch.read(off)
 
     def write(self, offset: int, value: int) -> None:
-        self.dev.advance(DMA_REG_CYCLES)
+        self.dev.advance(DMA_REG_CYCLES + self.dev.host_cycles)
         ch, off = self.dev.dma._channel(offset)
         ch.write(off, int(value) & 0xFFFFFFFF)
         if self.dev.dma.pending_sigint:
@@ -284,14 +310,16 @@ class _DmaMmio:
 
 
 class _Dma:
-    """``overlay.axi_dma_0``: pynq's channel driver (the shim's port of it) on the model."""
+    """``overlay.axi_dma_0``: pynq's channel driver (the shim's port of it) on the model, with the
+    channels' interrupt lines when wired."""
 
-    def __init__(self, dev: HlsDevice):
+    def __init__(self, dev: HlsDevice, interrupts: bool = True):
         from zynqflow.sim.world.pynq_shim import DMA_MAX_LENGTH, SimDMAChannel
 
         self.mmio = _DmaMmio(dev)
-        self.sendchannel = SimDMAChannel(self.mmio, DMA_MAX_LENGTH, 4, 1, False, None)
-        self.recvchannel = SimDMAChannel(self.mmio, DMA_MAX_LENGTH, 4, 0, False, None)
+        irq = {c.name: HlsInterrupt(dev, lambda c=c: c.irq) if interrupts else None for c in (dev.dma.mm2s, dev.dma.s2mm)}
+        self.sendchannel = SimDMAChannel(self.mmio, DMA_MAX_LENGTH, 4, 1, False, irq["mm2s"])
+        self.recvchannel = SimDMAChannel(self.mmio, DMA_MAX_LENGTH, 4, 0, False, irq["s2mm"])
 
 
 class _Clocks:
@@ -299,28 +327,65 @@ class _Clocks:
         self.fclk0_mhz = 1e3 / period_ns
 
 
+class HlsInterrupt:
+    """``pynq.interrupt.Interrupt`` on a line of the model (level sensitive, behind the axi_intc):
+    ``await wait()`` runs the simulation until the line is high, or for at most
+    ``IRQ_WAIT_CYCLES`` (counted in ``timeouts``: a wait the board's ``asyncio.wait_for`` gives up)."""
+
+    def __init__(self, dev: "HlsDevice", level):
+        self.dev, self._level = dev, level
+        self.waits = self.fired = self.timeouts = 0
+
+    async def wait(self):
+        import asyncio
+
+        self.waits += 1
+        end = self.dev.t + IRQ_WAIT_CYCLES
+        while not self._level() and self.dev.t < end:
+            self.dev.advance(min(POLL_CYCLES, end - self.dev.t))
+        if self._level():
+            self.fired += 1
+        else:
+            self.timeouts += 1
+        await asyncio.sleep(0)
+
+
 class HlsOverlay:
     """``pynq.Overlay`` look-alike for the HLS engine (module docstring). ``hwh``: where to write the
-    design's ``.hwh`` (read back into ``ip_dict`` as pynq does); ``faults``: DMA faults."""
+    design's ``.hwh`` (read back into ``ip_dict`` as pynq does; pynq's own parser reads it too);
+    ``faults``: DMA faults; ``generation``: the Vitis release whose control block the engine has
+    (:data:`zynqflow.sim.world.vitis_ctrl.GENERATIONS`); ``interrupts``: the engine's and the DMA
+    channels' interrupt lines wired (through the axi_intc, as ``board/pynq_z2.tcl`` does);
+    ``host_cycles``: a slow host: every register access of the driver takes this many cycles
+    (a Cortex-A9 late by a frame, preempted, or flushing caches); ``out_fifo_frames``: an
+    AXI4-Stream FIFO of that many output frames between the engine's ``m_axis_out`` and the S2MM
+    (as a user's block design may put there): the engine ends a call without an S2MM transfer posted."""
 
-    def __init__(self, export: Export, hwh, faults=(), period_ns: float = 10.0, csim=None):
-        from zynqflow.sim.csim.runner import CSim
+    def __init__(self, export: Export, hwh, faults=(), period_ns: float = 10.0, csim=None,
+                 generation: str = "2023.2", interrupts: bool = True, host_cycles: int = 0,
+                 out_fifo_frames: int = 0):
+        from zynqflow.sim.csim.runner import CSim, ap_types_dir
 
         self.export = export
         self.csim = csim or CSim(export.dir)
-        self.hwh = write_hwh(hwh, hls_control_registers())
+        # the bitstream's design is the C-sim engine's network (which may differ from the driver's export)
+        self.hwh = write_hwh(hwh, hls_control_registers(self.csim.export_dir, ap_types_dir()), interrupts=interrupts)
         self.ip_dict = read_hwh(self.hwh)
         self.clock_dict = {0: {"enable": 1, "divisor0": 10, "divisor1": 1}}
-        self.device = HlsDevice(export, self.csim, self.ip_dict["zq_top_0"]["registers"], faults, period_ns)
+        self.device = HlsDevice(export, self.csim, self.ip_dict["zq_top_0"]["registers"], faults, period_ns,
+                                generation=generation, host_cycles=host_cycles, out_fifo_frames=out_fifo_frames)
         self.clocks = _Clocks(period_ns)
         self.zq_top_0 = type("HlsIP", (), {})()
         self.zq_top_0.mmio = _Mmio(self.device)
+        self._interrupts = interrupts
+        if interrupts:
+            self.zq_top_0.interrupt = HlsInterrupt(self.device, lambda: self.device.ctrl.interrupt)
         self._dma = None
 
     def __getattr__(self, name):
         if name == "axi_dma_0":           # built on first access, as pynq builds its drivers
             if self.__dict__.get("_dma") is None:
-                self._dma = _Dma(self.device)
+                self._dma = _Dma(self.device, self._interrupts)
             return self._dma
         raise AttributeError(name)
 
@@ -337,13 +402,22 @@ class HlsOverlay:
     def now(self) -> float:
         return self.device.t * self.device.period_ns * 1e-9
 
+    def platform(self, raw_mmio: bool = True):
+        """The objects beside this overlay (:class:`zynqflow.host.board.Platform`) for
+        :func:`zynqflow.host.board.open_driver`."""
+        from zynqflow.host.board import Platform
 
-def open_hls(export: Export, hwh, faults=(), **driver_options):
+        return Platform(allocate=self.allocate, clocks=self.clocks, raw_mmio=self.raw_mmio if raw_mmio else None,
+                        clock=self.now, source=f"HLS C-sim of {self.export.network} behind the Vitis control block",
+                        simulated=True)
+
+
+def open_hls(export: Export, hwh, faults=(), generation: str = "2023.2", interrupts: bool = True,
+             host_cycles: int = 0, out_fifo_frames: int = 0, **driver_options):
     """:func:`zynqflow.host.board.open_driver` on an :class:`HlsOverlay`: (overlay, driver)."""
     from zynqflow.host.board import open_driver
 
-    ol = HlsOverlay(export, hwh, faults)
-    drv = open_driver(ol, export, allocate=ol.allocate, clocks=ol.clocks, raw_mmio=ol.raw_mmio, clock=ol.now,
-                      source=f"HLS C-sim of {export.network} behind the Vitis control block", simulated=True,
-                      **{"min_timeout_s": 0.0, **driver_options})
+    ol = HlsOverlay(export, hwh, faults, generation=generation, interrupts=interrupts, host_cycles=host_cycles,
+                    out_fifo_frames=out_fifo_frames)
+    drv = open_driver(export, ol, platform=ol.platform(), **{"min_timeout_s": 0.0, **driver_options})
     return ol, drv

@@ -37,6 +37,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -45,12 +46,14 @@ import numpy as np
 from zynqflow.spec import engine as E
 from zynqflow.spec.cycles_hls import COUNTERS  # hls/zq_count.h's enum Counter, in order
 from zynqflow.spec.golden import check_frames
-from zynqflow.spec.paths import REPO
+from zynqflow.spec.paths import REPO, file_lock
+from zynqflow.spec.procs import build_line, write_log
 
 HLS_DIR = REPO / "hls"
 HEADERS = tuple(sorted(p.relative_to(HLS_DIR).as_posix() for p in [*HLS_DIR.glob("*.h"), *HLS_DIR.glob("csim/*.h")]))
 CSIM_SOURCES = ("csim/zq_csim.cpp",)   # the C-simulation scheduler, linked into every C-sim build
 MODES = ("threads", "lockstep", "sequential")   # hls/csim/zq_csim.h Mode, in order
+HAZARDS = ("none", "late_stores", "late_reads")  # hls/csim/zq_csim.h Hazard, in order
 CXXFLAGS = ["-O2", "-std=c++14", "-fPIC", "-Wall", "-pthread",
             # function-local statics of the engine's headers (its RAMs) stay per library: several
             # networks' libraries are loaded in one process
@@ -118,11 +121,14 @@ def _newer(target: Path, deps: list[Path]) -> bool:
     return any(d.stat().st_mtime > t for d in deps)
 
 
-def _run_cmd(cmd: list[str]) -> None:
+def _run_cmd(cmd: list[str], log: list | None = None) -> None:
+    """Run a compiler command quietly; its output is appended to ``log`` (command, output)."""
     try:
         r = subprocess.run(cmd, capture_output=True, text=True)
     except OSError as e:
         raise CSimError(f"cannot run `{shlex.join(cmd)}`: {e}") from e
+    if log is not None:
+        log.append((cmd, r.stdout + r.stderr))
     if r.returncode != 0:
         raise CSimError(f"compilation failed ({r.returncode}): {shlex.join(cmd)}\n{r.stderr[-6000:]}")
 
@@ -130,7 +136,13 @@ def _run_cmd(cmd: list[str]) -> None:
 def _compile(sources: list[str], export_dir: Path, out: Path, flavor: str, defines: list[str],
              shared: bool) -> Path:
     """Compile ``sources`` (relative to hls/) to objects (in parallel, cached)
-    and link them into ``out``; returns ``out``."""
+    and link them into ``out``; returns ``out``. Processes building into the same objects take turns."""
+    with file_lock(out.parent / "obj" / f".{flavor}.lock"):
+        return _compile_locked(sources, export_dir, out, flavor, defines, shared)
+
+
+def _compile_locked(sources: list[str], export_dir: Path, out: Path, flavor: str, defines: list[str],
+                    shared: bool) -> Path:
     cxx = compiler()
     inc = [f"-I{export_dir}", f"-I{HLS_DIR}", "-isystem", str(ap_types_dir())]
     deps = [HLS_DIR / h for h in HEADERS] + [export_dir / "net_params.h"]
@@ -158,36 +170,53 @@ def _compile(sources: list[str], export_dir: Path, out: Path, flavor: str, defin
             tmp = o.with_name(f".{o.name}.{os.getpid()}.tmp")
             jobs.append(([cxx, *CXXFLAGS, *defines, *inc, "-c", str(s), "-o", str(tmp)], tmp, o))
 
+    entries: list = []   # (command, output): the build log, one line on the console
+    log = obj_dir / "build.log"
+
     def one(job):
         cmd, tmp, o = job
-        _run_cmd(cmd)
+        _run_cmd(cmd, entries)
         os.replace(tmp, o)
 
-    if jobs:
-        with ThreadPoolExecutor(max_workers=max(1, min(2, os.cpu_count() or 1))) as ex:
-            list(ex.map(one, jobs))
-    if jobs or _newer(out, objs):
+    t0 = time.perf_counter()
+    try:
+        if jobs:   # g++ runs in its own processes: these threads only wait for them
+            with ThreadPoolExecutor(max_workers=max(1, min(2, os.cpu_count() or 1))) as ex:
+                list(ex.map(one, jobs))
+        if not (jobs or _newer(out, objs)):
+            return out
         tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
-        _run_cmd([cxx, "-pthread", *(["-shared"] if shared else []), *map(str, objs), "-o", str(tmp)])
+        _run_cmd([cxx, "-pthread", *(["-shared"] if shared else []), *map(str, objs), "-o", str(tmp)], entries)
         os.replace(tmp, out)
+    except CSimError as e:
+        write_log(log, entries)
+        raise CSimError(f"{e}\nfull build log: {log}") from None
+    write_log(log, entries)
+    net = export_dir.parent.name if export_dir.name == "export" else export_dir.name
+    build_line(f"the C simulation of {net} ({out.name}, {flavor}, g++)", time.perf_counter() - t0, log)
     return out
 
 
-def build(export_dir, out_dir=None, native: bool = True, count: bool = False) -> Path:
+def build(export_dir, out_dir=None, native: bool = True, count: bool = False, guard: int | None = None) -> Path:
     """Compile the C-simulation library for ``export_dir`` (cached).
 
     ``native`` builds with ``-DZQ_CSIM_NATIVE -O3`` (native bytes and int64 in
     the MAC datapath, the same packed-DSP arithmetic and the same bits, ~15x
     faster); ``native=False`` compiles exactly the code Vitis synthesizes.
     ``count`` adds ``-DZQ_COUNT_ITERATIONS``: every pipelined loop counts its entries
-    and iterations per layer (:meth:`CSim.loop_counts`). Returns the ``.so`` path
+    and iterations per layer (:meth:`CSim.loop_counts`). ``guard``: the core's AVAIL_GUARD and
+    RELEASE_GUARD shortened to this many iterations (``-DZQ_CSIM_GUARD``: a build that shows what
+    the guards keep apart, :meth:`CSim.set_hazard`). Returns the ``.so`` path
     (default ``<export_dir>/../csim/libzq_csim.so``)."""
     export_dir = _export_dir(export_dir)
     out_dir = Path(out_dir) if out_dir else _default_out(export_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    flavor = ("native" if native else "exact") + ("-count" if count else "")
+    if guard is not None and int(guard) < 1:
+        raise ValueError(f"guard={guard}: at least one iteration")
+    flavor = ("native" if native else "exact") + ("-count" if count else "") + (f"-guard{int(guard)}" if guard else "")
     name = "libzq_csim.so" if flavor == "native" else f"libzq_csim_{flavor.replace('-', '_')}.so"
     defines = (["-DZQ_CSIM_NATIVE", "-O3"] if native else []) + (["-DZQ_COUNT_ITERATIONS"] if count else [])
+    defines += [f"-DZQ_CSIM_GUARD={int(guard)}"] if guard else []
     return _compile(["zq_top.cpp", "csim_lib.cpp", *CSIM_SOURCES], export_dir, out_dir / name, flavor,
                     defines + ["-fvisibility=hidden"], shared=True)
 
@@ -272,10 +301,10 @@ class CSim:
     watchdog's report and resets the engine."""
 
     def __init__(self, export_dir, lib=None, native: bool = True, out_dir=None, count: bool = False,
-                 mode: str = "lockstep"):
+                 mode: str = "lockstep", guard: int | None = None):
         self.export_dir = _export_dir(export_dir)
         self.manifest = json.loads((self.export_dir / "manifest.json").read_text())
-        self.lib_path = Path(lib) if lib else build(self.export_dir, out_dir, native=native, count=count)
+        self.lib_path = Path(lib) if lib else build(self.export_dir, out_dir, native=native, count=count, guard=guard)
         try:
             self._lib = ctypes.CDLL(str(self.lib_path))
         except OSError as e:
@@ -293,7 +322,8 @@ class CSim:
                 ("zq_ddr_bytes", [], u64), ("zq_loop_counts", [vp, ctypes.c_int, ctypes.c_int], ctypes.c_int),
                 ("zq_n_layers", [], ctypes.c_int), ("zq_set_mode", [ctypes.c_int], ctypes.c_int),
                 ("zq_get_mode", [], ctypes.c_int), ("zq_set_stream_depth", [ctypes.c_char_p, ctypes.c_int], None),
-                ("zq_csim_stats", [ctypes.c_char_p, ctypes.c_int, ctypes.c_int], ctypes.c_int)):
+                ("zq_csim_stats", [ctypes.c_char_p, ctypes.c_int, ctypes.c_int], ctypes.c_int),
+                ("zq_set_hazard", [ctypes.c_int, ctypes.c_int], ctypes.c_int), ("zq_guards", [vp], None)):
             f = getattr(L, name)
             f.argtypes, f.restype = args, res
         inp = self.manifest["input"]
@@ -317,6 +347,10 @@ class CSim:
         self.scratch_bytes = int(L.zq_scratch_bytes())
         self.ddr_bytes = int(L.zq_ddr_bytes())
         self.set_mode(mode)
+        self.set_hazard("none")
+        g = np.zeros(2, np.int32)
+        L.zq_guards(self._ptr(g))
+        self.guards = dict(avail=int(g[0]), release=int(g[1]))
 
     @staticmethod
     def _ptr(a: np.ndarray):
@@ -394,6 +428,39 @@ class CSim:
     @property
     def mode(self) -> str:
         return MODES[self._lib.zq_get_mode()]
+
+    def set_hazard(self, hazard: str, delay: int = 0) -> None:
+        """The pipeline-hazard mode of the core's loop for the following runs (:data:`HAZARDS`,
+        ``hls/csim/zq_hazard.h``): ``late_stores`` lands every store to the activation, weight and GAP
+        RAMs and every slot release ``delay`` iterations late; ``late_reads`` runs the datapath (its
+        reads and all that follows) ``delay`` iterations behind the control; ``none`` (or delay 0)
+        runs the C code as written. Kept per library file, like the mode."""
+        if hazard not in HAZARDS:
+            raise ValueError(f"hazard {hazard!r}: one of {', '.join(HAZARDS)}")
+        if int(delay) < 0:
+            raise ValueError(f"hazard delay {delay}: not negative")
+        self._lib.zq_set_hazard(HAZARDS.index(hazard), int(delay))
+
+    def hazard_sweep(self, frames: np.ndarray, want: np.ndarray, delays, hazards=("late_stores", "late_reads")) -> dict:
+        """The frames under every hazard mode and delay (:meth:`set_hazard`), each run from a reset:
+        ``{hazard: {delay: frames whose logits differ from want}}`` (-1: the run failed, a deadlock);
+        the mode is ``none`` again afterwards."""
+        out: dict = {}
+        try:
+            for hz in hazards:
+                out[hz] = {}
+                for d in delays:
+                    self.set_hazard(hz, d)
+                    self.reset()
+                    try:
+                        got = self.run(frames, progress=False)
+                        out[hz][int(d)] = int(np.count_nonzero(~np.all(got == want, axis=1)))
+                    except CSimError:
+                        out[hz][int(d)] = -1
+        finally:
+            self.set_hazard("none")
+            self.reset()
+        return out
 
     def set_stream_depth(self, name: str | None, depth: int = 0) -> None:
         """Give the engine's stream ``name`` (``w_beats``, ``stem_units``, ``in_status``, ``logits``,

@@ -43,6 +43,13 @@
 // Responses: a beat with any byte outside [0, size) answers DECERR (and is not written);
 //   a beat overlapping the configured error range of its direction answers SLVERR;
 //   a write burst's BRESP is its worst beat.
+// Quiet cycles: while nothing is in flight on a port (no burst queued or shown), no random gap
+//   or stall is configured and the master shows no AR/AW/W VALID, drive() and tick() take a
+//   fast path that does only what such a cycle changes (refresh, token buckets, counters): the
+//   same outputs and the same state as the full model, cycle for cycle (tests/test_rtl_fast.py
+//   compares the two on networks with and without DDR traffic). set_fast_path(false) sends
+//   every cycle through the full model; quiet_cycles() counts the cycles that took the fast path
+//   (since configure(), like the stats).
 // Protocol checks (counted, the first MAX_MESSAGES kept as text, each with its cycle and
 //   channel): a burst crossing a 4 KiB boundary, AxSIZE != 3, AxBURST != INCR, more than
 //   max_burst beats, WLAST on the wrong beat, VALID withdrawn or payload changed before READY
@@ -215,11 +222,14 @@ public:
             store_->resize(n);
         }
         lfsr_ = Lfsr(c.seed);
+        // no random gap or stall: a quiet cycle draws nothing from the LFSR
+        plain_ = !c.r_gap_p16 && !c.aw_gap_p16 && !c.w_gap_p16 && !c.ar_gap_p16 && !c.b_gap_p16 && !c.stall_p32;
         // a rate of a beat per cycle or more is no limit: the bucket never empties
         rd_.configure(c.port_bytes_per_cycle, c.bucket_bytes);
         wr_.configure(c.port_bytes_per_cycle, c.bucket_bytes);
         drop_all();
         stats_ = AxiMemStats{};
+        quiet_cycles_ = 0;
         messages_.clear();
         return true;
     }
@@ -287,6 +297,17 @@ public:
     // ---- the clock cycle ------------------------------------------------------------
     void drive(AxiSignals& s) {
         refresh_ = cfg_.refresh_interval && now_ % cfg_.refresh_interval < cfg_.refresh_cycles;
+        quiet_ = fast_ok_ && plain_ && !stall_left_ && rq_.empty() && awq_.empty() && wq_.empty() && bq_.empty();
+        if (quiet_) {   // the full model below in this state: nothing shown, READY from the budget and refresh
+            w_budget_ = wr_.positive() && (!shared_ || shared_->positive());
+            r_blocked_ = r_show_ = b_show_ = false;
+            s.rvalid = 0; s.rdata = 0; s.rresp = 0; s.rlast = 0; s.rid = 0;
+            s.arready = 1;                            // accept_reads >= 1
+            s.awready = !cfg_.aw_waits_for_w;         // accept_writes >= 1; no W beat waits
+            s.wready = w_budget_ && !refresh_;
+            s.bvalid = 0; s.bresp = 0; s.bid = 0;
+            return;
+        }
         if (!stall_left_ && lfsr_.chance32(cfg_.stall_p32)) stall_left_ = 1 + lfsr_.next() % cfg_.stall_max;
         const bool stalled = stall_left_ != 0;
         const bool shared_ok = !shared_ || shared_->positive();
@@ -323,6 +344,17 @@ public:
     }
 
     void tick(const AxiSignals& s) {
+        if (quiet_ && !s.arvalid && !s.awvalid && !s.wvalid) {   // no handshake can happen
+            prev_ar_.waiting = prev_aw_.waiting = prev_w_.waiting = false;
+            r_hold_ = b_hold_ = false;
+            if (refresh_) stats_.refresh_cycles++;
+            rd_.end_cycle();
+            wr_.end_cycle();
+            now_++;
+            stats_.cycles++;
+            quiet_cycles_++;
+            return;
+        }
         if (in_reset_) {
             prev_ar_ = prev_aw_ = prev_w_ = Pending{};
         } else {
@@ -418,6 +450,10 @@ public:
     }
 
     bool idle() const { return rq_.empty() && awq_.empty() && wq_.empty() && bq_.empty(); }
+    // This cycle's drive() found the port quiet: its outputs are the quiet ones (nothing shown).
+    bool quiet() const { return quiet_; }
+    void set_fast_path(bool on) { fast_ok_ = on; }
+    uint64_t quiet_cycles() const { return quiet_cycles_; }
     const AxiMemStats& stats() const { return stats_; }
     const std::vector<std::string>& messages() const { return messages_; }
     uint64_t cycle() const { return now_; }
@@ -533,6 +569,8 @@ private:
     uint32_t stall_left_ = 0;
     bool r_show_ = false, r_hold_ = false, b_show_ = false, b_hold_ = false;
     bool refresh_ = false, w_budget_ = true, r_blocked_ = false, in_reset_ = false;
+    bool plain_ = true, fast_ok_ = true, quiet_ = false;
+    uint64_t quiet_cycles_ = 0;
 };
 
 }  // namespace zq

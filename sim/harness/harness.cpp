@@ -27,6 +27,11 @@
 // Memory model (ZQ_MAXI=1): each port's AxiMem and one SharedBudget for every port and,
 // with charge_streams (no DMA simulated here), every accepted s_axis_in and m_axis_out byte
 // (4 per beat), refilled once per cycle after both memories' ticks (spec/engine.py MemoryModel).
+// The ports are listed once, in ZQ_MAXI_PORTS (name, index): a new master port is one line
+// there (and its name in rtl_fast.py's MAXI_PORTS). A quiet port (axi_mem.h: nothing in flight,
+// no random gaps) takes the memory model's fast path, and the harness then drives only its
+// READY signals (the other inputs still hold the quiet values it wrote before) and samples only
+// its AR/AW/W VALIDs; zqh_mem_fast_path(h, 0) turns both off (the tests compare the two).
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -45,6 +50,9 @@
 #endif
 #if ZQ_MAXI
 #include "axi_mem.h"
+// the DUT's AXI4 master ports: X(name in m_axi_<name>_*, index of zqh_mem_*'s port)
+#define ZQ_MAXI_PORTS(X) X(wts, 0) X(act, 1) X(act2, 2)
+constexpr int N_MAXI = 3;
 #endif
 #ifndef ZQ_PROBE
 #define ZQ_PROBE 0
@@ -310,11 +318,16 @@ public:
     }
 
 #if ZQ_MAXI
-    static constexpr int N_MAXI = 3;
-    zq::AxiMem mem[N_MAXI];   // 0: m_axi_wts, 1: m_axi_act, 2: m_axi_act2 (one DDR)
+    zq::AxiMem mem[N_MAXI];   // in ZQ_MAXI_PORTS order: 0 m_axi_wts, 1 m_axi_act, 2 m_axi_act2 (one DDR)
     zq::AxiSignals sig[N_MAXI] = {};
     zq::SharedBudget shared;      // every master's budget (off until configured)
     bool charge_streams = false;  // accepted stream bytes draw on it (no DMA simulated)
+
+    // The memories' quiet fast path (axi_mem.h) and the harness's with it: on by default.
+    void set_fast_path(bool on) {
+        for (auto& m : mem) m.set_fast_path(on);
+        for (bool& q : driven_quiet_) q = false;   // the next cycle drives every input again
+    }
 #endif
 
 private:
@@ -369,53 +382,55 @@ private:
     }
 
 #if ZQ_MAXI
-    // the memory models' outputs -> the DUT's inputs
-#define ZQ_MAXI_DRIVE(P, S)                                                                         \
-    top_->m_axi_##P##_AWREADY = S.awready;                                                          \
-    top_->m_axi_##P##_WREADY = S.wready;                                                            \
-    top_->m_axi_##P##_BVALID = S.bvalid;                                                            \
-    top_->m_axi_##P##_BRESP = S.bresp;                                                              \
-    top_->m_axi_##P##_BID = S.bid;                                                                  \
-    top_->m_axi_##P##_BUSER = 0;                                                                    \
-    top_->m_axi_##P##_ARREADY = S.arready;                                                          \
-    top_->m_axi_##P##_RVALID = S.rvalid;                                                            \
-    top_->m_axi_##P##_RDATA = S.rdata;                                                              \
-    top_->m_axi_##P##_RLAST = S.rlast;                                                              \
-    top_->m_axi_##P##_RRESP = S.rresp;                                                              \
-    top_->m_axi_##P##_RID = S.rid;                                                                  \
-    top_->m_axi_##P##_RUSER = 0;
-    // the DUT's master outputs -> the memory models' view of this cycle
-#define ZQ_MAXI_SAMPLE(P, S)                                                                        \
-    S.awvalid = top_->m_axi_##P##_AWVALID;                                                          \
-    S.awaddr = top_->m_axi_##P##_AWADDR;                                                            \
-    S.awid = top_->m_axi_##P##_AWID;                                                                \
-    S.awlen = top_->m_axi_##P##_AWLEN;                                                              \
-    S.awsize = top_->m_axi_##P##_AWSIZE;                                                            \
-    S.awburst = top_->m_axi_##P##_AWBURST;                                                          \
-    S.wvalid = top_->m_axi_##P##_WVALID;                                                            \
-    S.wdata = top_->m_axi_##P##_WDATA;                                                              \
-    S.wstrb = top_->m_axi_##P##_WSTRB;                                                              \
-    S.wlast = top_->m_axi_##P##_WLAST;                                                              \
-    S.bready = top_->m_axi_##P##_BREADY;                                                            \
-    S.arvalid = top_->m_axi_##P##_ARVALID;                                                          \
-    S.araddr = top_->m_axi_##P##_ARADDR;                                                            \
-    S.arid = top_->m_axi_##P##_ARID;                                                                \
-    S.arlen = top_->m_axi_##P##_ARLEN;                                                              \
-    S.arsize = top_->m_axi_##P##_ARSIZE;                                                            \
-    S.arburst = top_->m_axi_##P##_ARBURST;                                                          \
-    S.rready = top_->m_axi_##P##_RREADY;
+    // the memory models' outputs -> the DUT's inputs; a port quiet in this cycle and the last
+    // one only changes its READYs (every other input holds the quiet value written before)
+#define ZQ_MAXI_DRIVE(P, I)                                                                         \
+    if (!(driven_quiet_[I] && mem[I].quiet())) {                                                    \
+        top_->m_axi_##P##_BVALID = sig[I].bvalid;                                                   \
+        top_->m_axi_##P##_BRESP = sig[I].bresp;                                                     \
+        top_->m_axi_##P##_BID = sig[I].bid;                                                         \
+        top_->m_axi_##P##_BUSER = 0;                                                                \
+        top_->m_axi_##P##_RVALID = sig[I].rvalid;                                                   \
+        top_->m_axi_##P##_RDATA = sig[I].rdata;                                                     \
+        top_->m_axi_##P##_RLAST = sig[I].rlast;                                                     \
+        top_->m_axi_##P##_RRESP = sig[I].rresp;                                                     \
+        top_->m_axi_##P##_RID = sig[I].rid;                                                         \
+        top_->m_axi_##P##_RUSER = 0;                                                                \
+    }                                                                                               \
+    top_->m_axi_##P##_AWREADY = sig[I].awready;                                                     \
+    top_->m_axi_##P##_WREADY = sig[I].wready;                                                       \
+    top_->m_axi_##P##_ARREADY = sig[I].arready;                                                     \
+    driven_quiet_[I] = mem[I].quiet();
+    // the DUT's master outputs -> the memory models' view of this cycle (a quiet port without
+    // an AR, AW or W VALID needs nothing else: its tick takes the fast path)
+#define ZQ_MAXI_SAMPLE(P, I)                                                                        \
+    sig[I].arvalid = top_->m_axi_##P##_ARVALID;                                                     \
+    sig[I].awvalid = top_->m_axi_##P##_AWVALID;                                                     \
+    sig[I].wvalid = top_->m_axi_##P##_WVALID;                                                       \
+    if (!mem[I].quiet() || sig[I].arvalid || sig[I].awvalid || sig[I].wvalid) {                      \
+        sig[I].awaddr = top_->m_axi_##P##_AWADDR;                                                   \
+        sig[I].awid = top_->m_axi_##P##_AWID;                                                       \
+        sig[I].awlen = top_->m_axi_##P##_AWLEN;                                                     \
+        sig[I].awsize = top_->m_axi_##P##_AWSIZE;                                                   \
+        sig[I].awburst = top_->m_axi_##P##_AWBURST;                                                 \
+        sig[I].wdata = top_->m_axi_##P##_WDATA;                                                     \
+        sig[I].wstrb = top_->m_axi_##P##_WSTRB;                                                     \
+        sig[I].wlast = top_->m_axi_##P##_WLAST;                                                     \
+        sig[I].bready = top_->m_axi_##P##_BREADY;                                                   \
+        sig[I].araddr = top_->m_axi_##P##_ARADDR;                                                   \
+        sig[I].arid = top_->m_axi_##P##_ARID;                                                       \
+        sig[I].arlen = top_->m_axi_##P##_ARLEN;                                                     \
+        sig[I].arsize = top_->m_axi_##P##_ARSIZE;                                                   \
+        sig[I].arburst = top_->m_axi_##P##_ARBURST;                                                 \
+        sig[I].rready = top_->m_axi_##P##_RREADY;                                                   \
+    }
 
     void maxi_drive() {
-        for (int k = 0; k < N_MAXI; ++k) mem[k].drive(sig[k]);
-        ZQ_MAXI_DRIVE(wts, sig[0])
-        ZQ_MAXI_DRIVE(act, sig[1])
-        ZQ_MAXI_DRIVE(act2, sig[2])
+        for (int i = 0; i < N_MAXI; ++i) mem[i].drive(sig[i]);
+        ZQ_MAXI_PORTS(ZQ_MAXI_DRIVE)
     }
-    void maxi_sample() {
-        ZQ_MAXI_SAMPLE(wts, sig[0])
-        ZQ_MAXI_SAMPLE(act, sig[1])
-        ZQ_MAXI_SAMPLE(act2, sig[2])
-    }
+    void maxi_sample() { ZQ_MAXI_PORTS(ZQ_MAXI_SAMPLE) }
+    bool driven_quiet_[N_MAXI] = {};   // the port's inputs hold the quiet values
 #endif
 
     // ---- AXI4-Lite master: one access at a time from a queue --------------------------
@@ -542,7 +557,7 @@ int zqh_run(void* hp, zq_run_args* a) {
 #if ZQ_MAXI
 #define ZQH_PORT(hp, port)                         \
     Harness* h = static_cast<Harness*>(hp);        \
-    if (port >= Harness::N_MAXI) {                 \
+    if (port >= N_MAXI) {                          \
         h->error = "no AXI4 master port " + std::to_string(port); \
         return ZQH_ERROR;                          \
     }                                              \
@@ -602,6 +617,17 @@ int zqh_shared_stats(void* hp, double* level, uint64_t* stream_bytes, uint64_t* 
     *empty_cycles = h->shared.empty_cycles;
     return ZQH_OK;
 }
+// The quiet fast path of the memories and the harness (on: the default; off: every cycle
+// through the full model, for comparing the two); and the cycles a port took it.
+int zqh_mem_fast_path(void* hp, uint32_t on) {
+    static_cast<Harness*>(hp)->set_fast_path(on != 0);
+    return ZQH_OK;
+}
+int zqh_mem_quiet_cycles(void* hp, uint32_t port, uint64_t* out) {
+    ZQH_PORT(hp, port)
+    *out = m.quiet_cycles();
+    return ZQH_OK;
+}
 // The protocol error messages, one per line, into buf (truncated to n bytes).
 int zqh_mem_messages(void* hp, uint32_t port, char* buf, uint32_t n) {
     ZQH_PORT(hp, port)
@@ -624,6 +650,8 @@ int zqh_mem_stats(void*, uint32_t, void*) { return ZQH_NO_MAXI; }
 int zqh_shared_config(void*, double, double, uint32_t) { return ZQH_NO_MAXI; }
 int zqh_shared_stats(void*, double*, uint64_t*, uint64_t*) { return ZQH_NO_MAXI; }
 int zqh_mem_messages(void*, uint32_t, char*, uint32_t) { return ZQH_NO_MAXI; }
+int zqh_mem_fast_path(void*, uint32_t) { return ZQH_NO_MAXI; }
+int zqh_mem_quiet_cycles(void*, uint32_t, uint64_t*) { return ZQH_NO_MAXI; }
 #endif
 
 }  // extern "C"

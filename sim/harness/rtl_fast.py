@@ -22,7 +22,8 @@ Layers of this module:
 :class:`FastSim`    one model instance in this process (ctypes): register access,
                     :meth:`FastSim.run_frames` / :meth:`FastSim.run_beats`, and with
                     ``maxi=True`` builds the AXI4 slave memories (:class:`MemPort`).
-:func:`run_sharded` one simulator per process of a pool, each on slices of the frames.
+:func:`run_sharded` one simulator per process of a pool, each on slices of the frames
+                    (``spec.procs``: never a fork beside another thread, every wait bounded).
 :func:`run_export`  build + shard + compare with ``zynqflow.spec.golden``.
 
 Register offsets and AP_CTRL bits always come from Python (the engine
@@ -48,8 +49,9 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import time
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
@@ -59,6 +61,7 @@ import numpy as np
 from zynqflow.spec.paths import REPO
 
 from zynqflow.spec import engine as E
+from zynqflow.spec.procs import build_line, drain, pool_context
 
 from zynqflow.sim.rtl.runner import RTL_DIR, RTL_SOURCES, VERILATOR_ARGS, net_name
 
@@ -76,7 +79,35 @@ VERILATOR_FLAGS = ["--cc", "--exe", "--build", "-O3", "--x-assign", "fast", "--x
 # Verilator's fatal errors, $stop and warnings go to the harness (exceptions / messages), not exit()
 CFLAGS = ["-fPIC", "-DVL_USER_FATAL", "-DVL_USER_WARN", "-DVL_USER_STOP"]
 # the wheel's verilated.mk leaves CFG_CXXFLAGS_PCH_I empty: a plain --build fails on the precompiled header
-MAKEFLAGS = ["CFG_CXXFLAGS_PCH_I=-include", "OPT_FAST=-O2", "OPT_SLOW=-O1", "OPT_GLOBAL=-O2"]
+MAKEFLAGS = ["CFG_CXXFLAGS_PCH_I=-include"]
+
+
+@dataclass(frozen=True)
+class OptLevel:
+    """How the C++ of a fast model is compiled (``FastBuild(opt=...)``; part of the cache key)."""
+
+    fast: str            # OPT_FAST: the model's evaluation code and the harness
+    slow: str            # OPT_SLOW: constructors, initial blocks
+    native: bool         # -march=native (the key then holds this CPU's target, see native_target())
+    pgo: bool            # g++ profile-guided optimization from a training run (FastBuild.PGO_FRAMES)
+    what: str
+
+
+# ``quick``: the cheapest compile, for short runs (tests: a few thousand frames or less); ``o2``: the
+# build before issue 23 (-O2, any x86-64: valgrind runs it); ``native`` (the default): -O2 for this
+# CPU; ``pgo``: ``native`` and profile-guided, for the bench and long runs (twice the compile plus a
+# training run of PGO_FRAMES frames, once per cache key). All give the same bits; only speed differs
+# (zynqnet-mini, one core, simulated cycles per CPU second, relative to o2: quick 0.91, native
+# 1.09, pgo 1.13; the memories' quiet fast path adds 1.05 to each; sim/harness/README.md).
+OPT_LEVELS = {
+    "quick": OptLevel("-O1", "-O0", False, False, "-O1: cheapest to compile"),
+    "o2": OptLevel("-O2", "-O1", False, False, "-O2"),
+    "native": OptLevel("-O2", "-O1", True, False, "-O2 -march=native"),
+    "pgo": OptLevel("-O2", "-O1", True, True, "-O2 -march=native, profile-guided (g++ -fprofile-use)"),
+}
+DEFAULT_OPT = "native"
+PGO_MIN_CYCLES = 100_000_000   # runs this long build profile-guided by default (run_opt)
+OPT_ENV = "ZQ_SIM_OPT"   # the default level for FastBuild(opt=None), e.g. ZQ_SIM_OPT=quick for a test run
 DEFAULT_REGS = ("status", "cycles_last", "frames_done", "dram_stall_cycles", "dram_rd_bytes", "dram_wr_bytes")
 WTS_BASE = 0x1000_0000   # where the weight image is loaded (4 KiB aligned, inside the DDR window)
 ACT_BASE = 0x1800_0000   # the DDR tensors (the export's scratch_bytes from here)
@@ -148,6 +179,26 @@ def verilator_version(exe: str, env: dict[str, str]) -> str:
     return _VERSION[exe]
 
 
+_NATIVE: dict[str, str] = {}
+
+
+def native_target(cxx: str = "c++") -> str:
+    """What ``-march=native`` means to ``cxx`` on this machine (its -march/-mtune and every
+    enabled -m flag), or "" when the compiler cannot say (then no -march=native). A cached
+    model built for one CPU is not used on another: this text is part of the cache key."""
+    if cxx not in _NATIVE:
+        try:
+            p = subprocess.run([cxx, "-march=native", "-Q", "--help=target"], capture_output=True, text=True,
+                               timeout=60)
+            lines = [l.split() for l in p.stdout.splitlines() if l.strip().startswith("-m")]
+            on = sorted(" ".join(w) for w in lines if len(w) == 2 and (w[1] == "[enabled]" or w[0].startswith(
+                ("-march=", "-mtune="))))
+            _NATIVE[cxx] = "\n".join(on) if p.returncode == 0 and on else ""
+        except (OSError, subprocess.SubprocessError):
+            _NATIVE[cxx] = ""
+    return _NATIVE[cxx]
+
+
 def error_lines(log: str, limit: int = 25) -> list[str]:
     """The lines of a Verilator / compiler / linker log that say what failed."""
     pat = re.compile(r"%Error|\berror\b|undefined reference|No such file|fatal", re.I)
@@ -167,14 +218,22 @@ class FastBuild:
     ``rom_files``   files copied into ``mem/`` and hashed (default: none; the engine has no ROMs);
     ``root``        where builds are cached (default ``build/sim``);
     ``probe``       make the engine's layer index and control state readable (``probe.vlt``), so that
-                    a time-out names them (default: when building ``zq_top`` from ``rtl/``).
+                    a time-out names them (default: when building ``zq_top`` from ``rtl/``);
+    ``opt``         the C++ optimization level, a key of :data:`OPT_LEVELS` (default: ``$ZQ_SIM_OPT``,
+                    else ``native``): ``quick`` for short runs, ``pgo`` for the bench and long runs
+                    (profile-guided from :attr:`PGO_FRAMES` of the export's test vectors; a build of
+                    another top than the engine gets ``native`` instead). Every level gives the same
+                    bits and cycles.
     The model class is always ``Vzq_top`` (``--prefix``), whatever the top module is called.
     """
+
+    PGO_FRAMES = 2          # training frames (the export's vectors_in.bin) of a pgo build
+    PGO_MEMORY = "pynq-z2"  # the memory preset of the training run
 
     def __init__(self, export_dir, *, sources: Sequence[Path] | None = None, top: str = TOP, maxi: bool = True,
                  params: Callable[[Path], str] | None = None, rom_files: Sequence[Path] | None = None,
                  include_dirs: Sequence[Path] | None = None, tag: str = "", jobs: int | None = None,
-                 root: Path | None = None, probe: bool | None = None):
+                 root: Path | None = None, probe: bool | None = None, opt: str | None = None):
         self.export_dir = Path(export_dir).resolve()
         if not (self.export_dir / "manifest.json").is_file():
             raise RtlFastError(f"{self.export_dir}: no manifest.json (export the network first: make export)")
@@ -195,23 +254,45 @@ class FastBuild:
         self._params = params or (lambda mem_dir: svh.read_text())
         self.jobs = jobs or min(4, os.cpu_count() or 1)
         self.exe, self.env = verilator_env()
+        opt = opt or os.environ.get(OPT_ENV) or DEFAULT_OPT
+        if opt not in OPT_LEVELS:
+            raise RtlFastError(f"unknown optimization level {opt!r} (FastBuild(opt=...) or ${OPT_ENV}): "
+                               f"{', '.join(OPT_LEVELS)}")
+        if opt == "pgo" and not (sources is None and top == TOP):
+            opt = "native"   # the training run drives the engine: other tops get the plain build
+        self.opt = opt
+        self.level = OPT_LEVELS[opt]
+        self.native = native_target() if self.level.native else ""
         key = hashlib.sha1()
         for f in self.sources + self.rom_files + [HARNESS_DIR / h for h in HARNESS_FILES]:
             key.update(f.name.encode() + b"\0" + f.read_bytes() + b"\0")
         key.update(self._params(Path("@MEM@")).encode())
-        key.update(json.dumps([self.flags(), MAKEFLAGS, top, self.maxi, self.probe,
-                               [str(d) for d in self.include_dirs],
+        key.update(json.dumps([self.flags(), self.makeflags(), top, self.maxi, self.probe,
+                               [str(d) for d in self.include_dirs], self.native,
+                               [self.PGO_FRAMES, self.PGO_MEMORY] if self.level.pgo else None,
                                verilator_version(self.exe, self.env)]).encode())
         self.key = key.hexdigest()[:14]
-        self.prefix = f"fast-{self.net}{'-' + tag if tag else ''}{'-maxi' if self.maxi else ''}-"
+        self.prefix = (f"fast-{self.net}{'-' + tag if tag else ''}{'-maxi' if self.maxi else ''}"
+                       f"{'' if opt == DEFAULT_OPT else '-' + opt}-")
         self.root = Path(root) if root else SIM_ROOT
         self.build_dir = self.root / (self.prefix + self.key)
         self.lib = self.build_dir / LIB_NAME
         self.stamp = self.build_dir / "build.json"
 
-    def flags(self) -> list[str]:
+    def cflags(self, profile: str = "") -> list[str]:
+        """The C++ flags of every file (``profile``: ``generate`` or ``use``, the two passes of pgo)."""
         defs = [f"-DZQ_MAXI={int(self.maxi)}", f"-DZQ_PROBE={int(self.probe)}"]
-        return VERILATOR_FLAGS + ["-CFLAGS", " ".join(CFLAGS + defs)]
+        arch = ["-march=native"] if self.native else []
+        prof = {"": [], "generate": ["-fprofile-generate", "-fprofile-update=single"],
+                "use": ["-fprofile-use", "-fprofile-partial-training", "-Wno-missing-profile"]}[profile]
+        return CFLAGS + defs + arch + prof
+
+    def flags(self) -> list[str]:
+        return VERILATOR_FLAGS + ["-CFLAGS", " ".join(self.cflags())]
+
+    def makeflags(self) -> list[str]:
+        lv = self.level
+        return MAKEFLAGS + [f"OPT_FAST={lv.fast}", f"OPT_SLOW={lv.slow}", f"OPT_GLOBAL={lv.fast}"]
 
     def build(self) -> Path:
         """The library (built now if needed); raises :class:`BuildError` naming the failing lines."""
@@ -237,29 +318,67 @@ class FastBuild:
             shutil.copy2(f, d / "mem" / f.name)
         (d / "params" / "rtl_params.svh").write_text(self._params(d / "mem"))
         (d / "exports.map").write_text("{ global: zqh_*; local: *; };\n")
-        cmd = [self.exe, *self.flags(), "-j", str(self.jobs), "--top-module", self.top, "--prefix", "Vzq_top",
+        pgo = self.level.pgo
+        ld = f"-shared -Wl,--version-script={d / 'exports.map'}"
+        cmd = [self.exe, *VERILATOR_FLAGS, "-CFLAGS", " ".join(self.cflags("generate" if pgo else "")),
+               "-j", str(self.jobs), "--top-module", self.top, "--prefix", "Vzq_top",
                "-Mdir", str(d / "obj"),
                f"-I{d / 'params'}", *[f"-I{x}" for x in self.include_dirs],
-               "-LDFLAGS", f"-shared -Wl,--version-script={d / 'exports.map'}", "-o", LIB_NAME,
-               "-MAKEFLAGS", " ".join(MAKEFLAGS),
+               "-LDFLAGS", ld + (" -fprofile-generate" if pgo else ""), "-o", LIB_NAME,
+               "-MAKEFLAGS", " ".join(self.makeflags()),
                *([str(HARNESS_DIR / PROBE_VLT)] if self.probe else []),
                *[str(s) for s in self.sources], str(HARNESS_DIR / "harness.cpp")]
+        built = d / "obj" / LIB_NAME
+        log = self._run_step(cmd, d, "")
+        if pgo:   # train the instrumented model, then compile again with its profile (same objects' paths)
+            log += self._pgo_train(built)
+            for f in (d / "obj").iterdir():
+                if f.suffix in (".o", ".gch", ".a", ".so"):
+                    f.unlink()
+            vm_cflags = " ".join(self.cflags("use"))
+            log += self._run_step(["make", "-C", str(d / "obj"), "-f", "Vzq_top.mk", "-j", str(self.jobs),
+                                   *self.makeflags(), f"VM_USER_CFLAGS={vm_cflags}", f"VM_USER_LDLIBS={ld}"],
+                                  d, log)
+        if not built.is_file():
+            raise BuildError(f"building the fast RTL model of {self.net}: no {LIB_NAME}; log {d / 'build.log'}")
+        shutil.move(str(built), self.lib)
+        shutil.rmtree(d / "obj", ignore_errors=True)   # objects and precompiled headers: ~150 MB
+        build_line(f"the fast RTL model of {self.net} ({self.top}, Verilator + g++)", time.time() - t0,
+                   d / "build.log")
+        self.stamp.write_text(json.dumps(dict(seconds=round(time.time() - t0, 1), export=str(self.export_dir),
+                                              net=self.net, maxi=self.maxi, top=self.top, key=self.key,
+                                              opt=self.opt, native=bool(self.native),
+                                              sources=[str(s) for s in self.sources]), indent=1))
+
+    def _run_step(self, cmd: list[str], d: Path, log: str) -> str:
+        """One build command (its output appended to build.log); BuildError naming the failing lines."""
         try:
             p = subprocess.run(cmd, capture_output=True, text=True, env=self.env, cwd=d)
         except OSError as e:
-            raise BuildError(f"cannot run {self.exe}: {e}") from e
-        log = p.stdout + p.stderr
-        (d / "build.log").write_text(" ".join(cmd) + "\n\n" + log)
-        built = d / "obj" / LIB_NAME
-        if p.returncode != 0 or not built.is_file():
-            lines = error_lines(log) or log.strip().splitlines()[-15:]
+            raise BuildError(f"cannot run {cmd[0]}: {e}") from e
+        out = " ".join(cmd) + "\n\n" + p.stdout + p.stderr + "\n"
+        (d / "build.log").write_text(log + out)
+        if p.returncode != 0:
+            lines = error_lines(out) or out.strip().splitlines()[-15:]
             raise BuildError(f"building the fast RTL model of {self.net} failed (exit {p.returncode}); "
                              f"log {d / 'build.log'}:\n" + "\n".join(lines))
-        shutil.move(str(built), self.lib)
-        shutil.rmtree(d / "obj", ignore_errors=True)   # objects and precompiled headers: ~150 MB
-        self.stamp.write_text(json.dumps(dict(seconds=round(time.time() - t0, 1), export=str(self.export_dir),
-                                              net=self.net, maxi=self.maxi, top=self.top, key=self.key,
-                                              sources=[str(s) for s in self.sources]), indent=1))
+        return out
+
+    def _pgo_train(self, lib: Path) -> str:
+        """The training run of a pgo build: PGO_FRAMES of the export's test vectors through the
+        instrumented library, in a process of its own (its profile is written when it exits)."""
+        code = ("import sys; from zynqflow.sim.harness.rtl_fast import pgo_training_run; "
+                "pgo_training_run(sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4])")
+        cmd = [sys.executable, "-c", code, str(lib), str(self.export_dir), str(self.PGO_FRAMES), self.PGO_MEMORY]
+        try:
+            p = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
+        except (OSError, subprocess.SubprocessError) as e:
+            raise BuildError(f"the profile-guided build of {self.net}: training run failed: {e}") from e
+        out = "training run: " + " ".join(cmd) + "\n" + p.stdout + p.stderr + "\n"
+        if p.returncode != 0 or not list(lib.parent.glob("*.gcda")):
+            raise BuildError(f"the profile-guided build of {self.net}: training run failed (exit {p.returncode}):\n"
+                             + "\n".join((p.stderr or p.stdout).strip().splitlines()[-15:]))
+        return out
 
     def _prune(self) -> None:
         """Keep the KEEP_BUILDS most recently used builds of this prefix (never one used in the last hour)."""
@@ -404,7 +523,9 @@ def load_library(path) -> ctypes.CDLL:
            "zqh_shared_config": ([V, ctypes.c_double, ctypes.c_double, U32], ctypes.c_int),
            "zqh_shared_stats": ([V, ctypes.POINTER(ctypes.c_double), ctypes.POINTER(U64), ctypes.POINTER(U64)],
                                 ctypes.c_int),
-           "zqh_probe": ([V, ctypes.POINTER(U32), ctypes.POINTER(U32)], ctypes.c_int)}
+           "zqh_probe": ([V, ctypes.POINTER(U32), ctypes.POINTER(U32)], ctypes.c_int),
+           "zqh_mem_fast_path": ([V, U32], ctypes.c_int),
+           "zqh_mem_quiet_cycles": ([V, U32, ctypes.POINTER(U64)], ctypes.c_int)}
     for name, (args, res) in sig.items():
         fn = getattr(lib, name)
         fn.argtypes, fn.restype = args, res
@@ -440,6 +561,7 @@ class Batch(_RegisterViews):
     cycles: int               # simulated cycles of the call
     start_cycle: int
     wall_s: float             # seconds in the C++ loop
+    cpu_s: float = 0.0        # CPU seconds (user + sys) of the thread in the C++ loop
 
     def __len__(self) -> int:
         return len(self.logits)
@@ -489,6 +611,12 @@ class MemPort:
         s = AxiMemStats()
         self.sim._mem_call("zqh_mem_stats", self.index, ctypes.byref(s))
         return s.as_dict()
+
+    def quiet_cycles(self) -> int:
+        """Cycles this port took the memory model's quiet fast path (:meth:`FastSim.mem_fast_path`)."""
+        v = ctypes.c_uint64()
+        self.sim._mem_call("zqh_mem_quiet_cycles", self.index, ctypes.byref(v))
+        return int(v.value)
 
     def messages(self) -> list[str]:
         buf = ctypes.create_string_buffer(8192)
@@ -617,6 +745,13 @@ class FastSim:
         self.write64("wts", wts_base)
         self.write64("act", act_base)
 
+    def mem_fast_path(self, on: bool = True) -> None:
+        """The memories' quiet fast path (on by default): a cycle in which a port has nothing in
+        flight, no random gaps or stalls and no AR/AW/W VALID is computed by a short path with the
+        same outputs and state as the full model (``sim/harness/axi_mem.h``); off: every cycle
+        through the full model."""
+        self._mem_call("zqh_mem_fast_path", int(bool(on)))
+
     def shared_stats(self) -> dict:
         """The shared budget: ``level`` (bytes), ``stream_bytes`` charged, ``empty_cycles``."""
         lv, sb, ec = ctypes.c_double(), ctypes.c_uint64(), ctypes.c_uint64()
@@ -692,9 +827,9 @@ class FastSim:
         a = _RunArgs(data.ctypes.data, last.ctypes.data, data.size, n, nc, offs.ctypes.data, nr, self.reg_delay,
                      _p16(p_in), _p16(p_out), seed & 0xFFFFFFFF, 0, int(frame_budget), logits.ctypes.data,
                      regv.ctypes.data, in_first.ctypes.data, out_last.ctypes.data, flags.ctypes.data)
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.thread_time()
         rc = self.lib.zqh_run(self._h, ctypes.byref(a))
-        wall = time.perf_counter() - t0
+        wall, cpu = time.perf_counter() - t0, time.thread_time() - c0
         if rc == 1:
             msg = self.lib.zqh_error(self._h).decode()
             where, cycle = self.probe(), self.cycle
@@ -718,7 +853,33 @@ class FastSim:
         self._check(rc, "run")
         return Batch(logits.astype(np.int64), {r: regv[:, k].copy() for k, r in enumerate(regs)},
                      in_first.astype(np.int64), out_last.astype(np.int64), flags, int(a.cycles), int(a.start_cycle),
-                     wall)
+                     wall, cpu)
+
+
+def run_opt(export_dir, n_frames: int, opt: str | None = None) -> str:
+    """The build level for ``n_frames`` of the export: ``opt`` if given, else ``$ZQ_SIM_OPT``, else
+    ``pgo`` for long runs (:data:`PGO_MIN_CYCLES` or more simulated cycles: 1 650 zynqnet-mini
+    frames: a pgo build costs a second compile and a training run and gains about 4 %, so it pays
+    for long and repeated runs, its build being cached) and :data:`DEFAULT_OPT` below."""
+    if opt or os.environ.get(OPT_ENV):
+        return opt or os.environ[OPT_ENV]
+    return "pgo" if n_frames * frame_cycles_estimate(export_dir) >= PGO_MIN_CYCLES else DEFAULT_OPT
+
+
+def pgo_training_run(lib, export_dir, frames: int, memory: str) -> None:
+    """The training run of a profile-guided build (:class:`FastBuild` with ``opt="pgo"``): the
+    first ``frames`` of the export's test vectors through the engine behind ``memory``."""
+    ex = Path(export_dir)
+    spec = SimSpec.for_export(lib, ex, memory=memory)
+    x = np.fromfile(ex / "vectors_in.bin", np.uint8)
+    x = x[:x.size // spec.in_bytes * spec.in_bytes].reshape(-1, spec.in_bytes)[:frames]
+    if not len(x):
+        x = np.random.default_rng(0).integers(0, 256, (frames, spec.in_bytes), dtype=np.uint8)
+    sim = spec.make(seed=1)
+    try:
+        sim.run_frames(x, frame_budget=cycle_budget(ex, memory=memory))
+    finally:
+        sim.close()
 
 
 # ---- frames budget, golden ------------------------------------------------------------
@@ -799,6 +960,7 @@ class SimSpec:
     setup: Callable[[FastSim], None] | None = None   # instead of the weights/memory set-up above
     keep_reads_on_reset: bool | None = None          # None: the memory model's choice
     layer_names: tuple = ()           # for time-out messages
+    mem_fast_path: bool = True        # the memories' quiet fast path (FastSim.mem_fast_path)
 
     @classmethod
     def for_export(cls, lib, export_dir, **kw) -> "SimSpec":
@@ -812,6 +974,8 @@ class SimSpec:
     def make(self, seed: int = 1) -> FastSim:
         sim = FastSim(self.lib, in_bytes=self.in_bytes, n_classes=self.n_classes, regmap=self.regmap,
                       ctrl=self.ctrl, reg_delay=self.reg_delay, layer_names=self.layer_names)
+        if sim.maxi and not self.mem_fast_path:
+            sim.mem_fast_path(False)
         if self.setup is not None:
             self.setup(sim)
         elif sim.maxi:
@@ -833,7 +997,7 @@ class ShardResult(_RegisterViews):
     flags: np.ndarray
     periods: np.ndarray               # cycles between consecutive frames' last output beats (within a chunk)
     chunk_cycles: list[int]           # simulated cycles of each chunk, first input beat .. last output beat
-    workers: dict[int, dict] = field(default_factory=dict)   # pid -> cycles, seconds (C++ loop), frames
+    workers: dict[int, dict] = field(default_factory=dict)   # pid -> cycles, seconds, cpu_seconds (C++ loop), frames
     wall_s: float = 0.0               # the parallel part, pool start-up included
     backpressure: float = 0.0
     layers: list | None = None        # per layer {cycles, stalls} of the last frame of the last slice
@@ -850,6 +1014,12 @@ class ShardResult(_RegisterViews):
     @property
     def sim_cycles_per_second_per_core(self) -> dict[int, float]:
         return {pid: w["cycles"] / w["seconds"] for pid, w in self.workers.items() if w["seconds"] > 0}
+
+    @property
+    def sim_cycles_per_cpu_second_per_core(self) -> dict[int, float]:
+        """Simulated cycles per CPU second (user + sys) of each simulator's C++ loop: what the
+        simulator costs, whatever else the machine runs."""
+        return {pid: w["cycles"] / w["cpu_seconds"] for pid, w in self.workers.items() if w.get("cpu_seconds", 0) > 0}
 
     @property
     def sim_cycles_per_second(self) -> float:
@@ -911,6 +1081,18 @@ def _worker_run(index: int, frames: np.ndarray, backpressure: float, seed: int, 
     return _run_chunk(_WORKER, _WORKER_SPEC, index, frames, backpressure, seed, budget)
 
 
+# Bounded waits on the simulator processes: a slice gets its frames' cycle budget at SLOWEST_CYCLES_PER_S
+# (~200 times below a loaded core's speed), and never less than WAIT_FLOOR_S (pool start-up included)
+SLOWEST_CYCLES_PER_S = 10_000
+WAIT_FLOOR_S = 600.0
+POOL_PRELOAD = (__name__,)   # the fork server imports this module once; its workers start from it
+
+
+def wait_bound_s(cycles: int) -> float:
+    """The longest wait for a simulator process to finish ``cycles`` (budgeted) cycles."""
+    return max(WAIT_FLOOR_S, cycles / SLOWEST_CYCLES_PER_S)
+
+
 def _chunks(n: int, workers: int, chunk: int | None) -> list[tuple[int, int]]:
     if chunk is None:   # a few chunks per worker: progress, and the pool evens out; at least two
         # frames each, so that every chunk measures a back-to-back period (a simulator's first
@@ -941,30 +1123,28 @@ def run_sharded(spec: SimSpec, frames: np.ndarray, *, workers: int | None = None
                     progress(done, n)
         finally:
             sim.close()
-    else:
-        import multiprocessing as mp
-
-        ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
-        with ProcessPoolExecutor(workers, mp_context=ctx, initializer=_worker_init, initargs=(spec,)) as pool:
-            futs = [pool.submit(_worker_run, k, frames[a:b], backpressure, seed + k, frame_budget)
-                    for k, (a, b) in enumerate(spans)]
-            try:
-                for fu in as_completed(futs):
-                    r = fu.result()
-                    results[r["index"]] = r
-                    done += len(r["batch"])
-                    if progress:
-                        progress(done, n)
-            except BaseException:
-                pool.shutdown(wait=True, cancel_futures=True)   # the first failure ends the run
-                raise
+    else:   # never a fork of this process while another of its threads runs (e.g. in BLAS)
+        most = max(b - a for a, b in spans)
+        with ProcessPoolExecutor(workers, mp_context=pool_context(POOL_PRELOAD), initializer=_worker_init,
+                                 initargs=(spec,)) as pool:
+            futs = {pool.submit(_worker_run, k, frames[a:b], backpressure, seed + k, frame_budget):
+                    f"frames {a}..{b - 1}" for k, (a, b) in enumerate(spans)}
+            # the first failure ends the run; so does a wait past the bound (a slice's cycle budget at
+            # the slowest simulation speed accepted): the message names the slices still running
+            for _, r in drain(pool, futs, wait_bound_s(most * frame_budget),
+                              f"{workers} simulator processes on {n} frames"):
+                results[r["index"]] = r
+                done += len(r["batch"])
+                if progress:
+                    progress(done, n)
     wall = time.perf_counter() - t0
     batches = [results[k]["batch"] for k in range(len(spans))]
     per: dict[int, dict] = {}
     for k in range(len(spans)):
-        w = per.setdefault(results[k]["pid"], dict(cycles=0, seconds=0.0, frames=0))
+        w = per.setdefault(results[k]["pid"], dict(cycles=0, seconds=0.0, cpu_seconds=0.0, frames=0))
         w["cycles"] += batches[k].cycles
         w["seconds"] += batches[k].wall_s
+        w["cpu_seconds"] += batches[k].cpu_s
         w["frames"] += len(batches[k])
         if "frames_done" in batches[k].regs and len(batches[k]):
             w["frames_done"] = max(w.get("frames_done", 0), int(batches[k].regs["frames_done"][-1]))
@@ -1039,14 +1219,13 @@ def run_memories(spec: SimSpec, frames: np.ndarray, memories: Sequence, *, worke
             if progress:
                 progress(k + 1, len(mems))
     else:
-        import multiprocessing as mp
-
-        ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
-        with ProcessPoolExecutor(workers, mp_context=ctx) as pool:
+        with ProcessPoolExecutor(workers, mp_context=pool_context(POOL_PRELOAD)) as pool:
             futs = {pool.submit(_memory_run, spec, m, frames, backpressure, budgets[k]): k
                     for k, m in enumerate(mems)}
-            for fu in as_completed(futs):
-                out[futs[fu]] = fu.result()
+            names = {f: f"memory seed {mems[k].seed}" for f, k in futs.items()}
+            for fu, r in drain(pool, names, wait_bound_s(len(frames) * max(budgets)),
+                               f"{workers} simulator processes on {len(mems)} memories"):
+                out[futs[fu]] = r
                 if progress:
                     progress(len(out), len(mems))
     return [out[k] for k in range(len(mems))]

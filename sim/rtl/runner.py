@@ -14,8 +14,10 @@ Which RTL runs is chosen by ``rtl`` (or the environment variable ``RTL``):
                    puts its project in ``build/<net>/hls``); override with
                    ``ZQ_HLS_VERILOG=<dir>``. Missing -> :class:`RtlUnavailable`.
 
-Builds are cached per (RTL, export, sources) under ``build/sim/<net>-<rtl>-<hash>/``
-and shared by every test of a session. ``WAVES=1`` builds with FST tracing and
+Builds are cached per (RTL kind, sources, the export's ``rtl_params.svh``) under
+``build/sim/<net>-<rtl>-<hash>/``: exports with the same parameters share one, across tests,
+sessions and processes (a lock file: one process builds, the others wait and use it; a run
+directory is locked while a simulation uses it). ``WAVES=1`` builds with FST tracing and
 leaves ``dump.fst`` in the run directory (``.../runs/<testcase>/``); Verilator's
 FST writer needs ``lz4.h`` (Debian ``liblz4-dev``), without it the trace is
 ``dump.vcd``.
@@ -27,10 +29,12 @@ import hashlib
 import json
 import os
 import shutil
+import subprocess
 import time
 from pathlib import Path
 
-from zynqflow.spec.paths import REPO
+from zynqflow.spec.paths import REPO, file_lock
+from zynqflow.spec.procs import build_line
 
 RTL_DIR = REPO / "rtl"
 SIM_ROOT = REPO / "build" / "sim"
@@ -142,6 +146,19 @@ def _digest(paths, extra: str = "") -> str:
     return h.hexdigest()[:12]
 
 
+KEEP_BUILDS = 6      # per prefix (network and RTL kind, or module and parameters): older unused builds go
+
+
+def _prune(build_dir: Path, prefix: str) -> None:
+    """Remove builds of ``prefix`` beyond the KEEP_BUILDS most recently used, never one used in the last
+    hour (another process may be running it)."""
+    done = sorted((p for p in build_dir.parent.glob(prefix + "*") if (p / "build.ok").is_file()),
+                  key=lambda p: (p / "build.ok").stat().st_mtime, reverse=True)
+    for p in done[KEEP_BUILDS:]:
+        if p != build_dir and time.time() - (p / "build.ok").stat().st_mtime > 3600:
+            shutil.rmtree(p, ignore_errors=True)
+
+
 class SimBuild:
     """One compiled simulator: sources + parameters, cached on disk."""
 
@@ -161,8 +178,9 @@ class SimBuild:
             self.sources = sorted(vdir.glob("*.v")) + sorted(vdir.glob("*.sv"))
             self.hls_dir = vdir
             key = _digest(self.sources, f"waves={self.waves}")
-        ex_key = hashlib.sha1(str(self.export_dir).encode()).hexdigest()[:6]
-        self.prefix = f"{self.net}-{self.kind}{'-waves' if self.waves else ''}-{ex_key}-"
+        # keyed by content only: exports with the same parameters (e.g. the same network with other
+        # test vectors) share one simulator
+        self.prefix = f"{self.net}-{self.kind}{'-waves' if self.waves else ''}-"
         self.build_dir = SIM_ROOT / f"{self.prefix}{key}"
 
     def _seed_runtime(self) -> None:
@@ -178,14 +196,17 @@ class SimBuild:
                     os.utime(self.build_dir / f.name, (future, future))
 
     def _save_runtime(self) -> None:
-        """Keep the runtime objects of the first build for the next ones."""
+        """Keep the runtime objects of the first build for the next ones (each file written whole:
+        a build beside this one sees it complete or not at all)."""
         rt_cache = self._runtime_cache()
         if not all((rt_cache / f"{n}.o").exists() for n in RUNTIME_OBJS):
             rt_cache.mkdir(parents=True, exist_ok=True)
             for name in RUNTIME_OBJS:
-                for ext in (".o", ".d"):
+                for ext in (".d", ".o"):
                     if (self.build_dir / (name + ext)).exists():
-                        shutil.copy2(self.build_dir / (name + ext), rt_cache / (name + ext))
+                        tmp = rt_cache / f".{name}{ext}.{os.getpid()}"
+                        shutil.copy2(self.build_dir / (name + ext), tmp)
+                        os.replace(tmp, rt_cache / (name + ext))
 
     def _runtime_cache(self) -> Path:
         import cocotb
@@ -202,14 +223,15 @@ class SimBuild:
     def build(self) -> "SimBuild":
         _ensure_verilator()
         stamp = self.build_dir / "build.ok"
-        if stamp.exists() and self.binary.exists():
-            return self
-        self.build_dir.mkdir(parents=True, exist_ok=True)
-        import fcntl
-        with open(self.build_dir.parent / f".{self.build_dir.name}.lock", "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)   # another session may be building the same thing
-            if not (stamp.exists() and self.binary.exists()):
-                self._build(stamp)
+        if not (stamp.exists() and self.binary.exists()):
+            # another process (a test worker, a bench) may be building the same thing: one builds, the
+            # others wait and take its result
+            with file_lock(self.build_dir.parent / f".{self.build_dir.name}.lock"):
+                if not (stamp.exists() and self.binary.exists()):
+                    self.build_dir.mkdir(parents=True, exist_ok=True)
+                    self._build(stamp)
+            _prune(self.build_dir, self.prefix)
+        os.utime(stamp)   # recently used: kept by the pruning of old builds
         return self
 
     def _build(self, stamp: Path) -> None:
@@ -227,25 +249,34 @@ class SimBuild:
         t0 = time.time()
         self._seed_runtime()
         runner = get_runner("verilator")
-        runner.build(sources=[str(s) for s in self.sources], hdl_toplevel=TOPLEVEL, includes=includes,
-                     build_args=args, build_dir=self.build_dir, waves=self.waves,
-                     timescale=("1ns", "1ps"), always=True)
+        log = self.build_dir / "build.log"   # Verilator's and make's output: a file, one line on the console
+        try:
+            runner.build(sources=[str(s) for s in self.sources], hdl_toplevel=TOPLEVEL, includes=includes,
+                         build_args=args, build_dir=self.build_dir, waves=self.waves,
+                         timescale=("1ns", "1ps"), always=True, log_file=log)
+        except (RuntimeError, subprocess.CalledProcessError) as e:
+            tail = log.read_text(errors="replace").strip().splitlines()[-15:] if log.is_file() else []
+            raise RuntimeError(f"building the cocotb model of {net_name(self.export_dir)} ({self.kind}) failed: {e}; "
+                               f"full log: {log}\n" + "\n".join(tail)) from None
+        build_line(f"the cocotb RTL model of {net_name(self.export_dir)} ({self.kind}, Verilator)",
+                   time.time() - t0, log)
         self._save_runtime()
         stamp.write_text(json.dumps(dict(seconds=round(time.time() - t0, 1), export=str(self.export_dir),
                                          kind=self.kind, waves=self.waves)))
-        # older builds of the same export and RTL kind are stale: remove them
-        for old in SIM_ROOT.glob(self.prefix + "*"):
-            if old != self.build_dir and (old / "build.ok").exists():
-                shutil.rmtree(old, ignore_errors=True)
 
-    def run(self, testcase: str, env: dict[str, str] | None = None, seed: int = 1,
+    def run(self, testcase: str | None, env: dict[str, str] | None = None, seed: int = 1,
             run_name: str | None = None) -> dict:
-        """Run one cocotb test of ``TB_MODULE``; returns the JSON result it wrote."""
+        """Run one cocotb test of the testbench in ``runs/<run_name or testcase>/``; returns the JSON
+        result it wrote. Two processes that ask for the same run directory take turns."""
         self.build()
+        run_dir = self.build_dir / "runs" / (run_name or testcase or "all")
+        with file_lock(run_dir.parent / f".{run_dir.name}.lock"):
+            run_dir.mkdir(parents=True, exist_ok=True)
+            return self._run(run_dir, testcase, env, seed)
+
+    def _run(self, run_dir: Path, testcase: str, env: dict[str, str] | None, seed: int) -> dict:
         from cocotb_tools.runner import get_results, get_runner
 
-        run_dir = self.build_dir / "runs" / (run_name or testcase)
-        run_dir.mkdir(parents=True, exist_ok=True)
         result_file = run_dir / "result.json"
         result_file.unlink(missing_ok=True)
         if self.kind == "hls":   # ROM images ($readmemh of *.dat) are read relative to the run directory

@@ -114,13 +114,11 @@ async def host_job(dut):
 
     def open_drv():
         """The board's open sequence (clock, registers, DMA state) on the shim's objects."""
-        return open_driver(ol, export, allocate=ol.allocate, clocks=ol.clocks,
-                           raw_mmio=ol.raw_mmio if dopt.get("open_reset", True) else None, clock=ol.now,
-                           timing=dopt.get("timing"), fclk_mhz=dopt.get("fclk_mhz"),
-                           source=f"RTL simulation of {export.network} ({job.get('build', 'zq_top')})",
-                           timeout_s=job.get("timeout_s"), min_timeout_s=0.0,
-                           retries=int(dopt.get("retries", DEFAULT_RETRIES)), recover=bool(dopt.get("recover", True)),
-                           outside_clock=ol.sim_wall_seconds, simulated=True)
+        return open_driver(export, ol, platform=ol.platform(
+            source=f"RTL simulation of {export.network} ({job.get('build', 'zq_top')})",
+            raw_mmio=dopt.get("open_reset", True), timing=dopt.get("timing")), fclk_mhz=dopt.get("fclk_mhz"),
+            timeout_s=job.get("timeout_s"), min_timeout_s=0.0, retries=int(dopt.get("retries", DEFAULT_RETRIES)),
+            recover=bool(dopt.get("recover", True)))
 
     def no_result(i: int) -> None:
         arrays[f"logits{i}"] = np.zeros((0, export.num_classes), np.int64)
@@ -132,9 +130,9 @@ async def host_job(dut):
             from zynqflow.host.doctor import run_checks
 
             summary["doctor"] = [c.as_dict() for c in run_checks(
-                export, overlay=ol, allocate=ol.allocate, clocks=ol.clocks, raw_mmio=ol.raw_mmio, clock=ol.now,
-                source=f"RTL simulation of {export.network}", hwh=hwh, timeout_s=job.get("timeout_s"),
-                min_timeout_s=0.0, simulated=True, outside_clock=ol.sim_wall_seconds)]
+                export, overlay=ol, hwh=hwh, environment=lambda: "RTL simulation: no board environment to check",
+                platform_for=lambda overlay, bit: ol.platform(source=f"RTL simulation of {export.network}"),
+                timeout_s=job.get("timeout_s"), min_timeout_s=0.0)]
             return
         drv = open_drv()
         summary.update(fclk_mhz=drv.fclk_hz / 1e6, fclk_set=drv.clock_info, open_log=[drv.open_log])

@@ -912,6 +912,17 @@ class SimOverlay:
             return SimDmaMMIO(self._sim, self.dma_model)
         return self.mmio
 
+    def platform(self, source: str = "the RTL simulation", raw_mmio: bool = True, timing=None):
+        """The objects beside this overlay (:class:`zynqflow.host.board.Platform`) for
+        :func:`zynqflow.host.board.open_driver`: ``allocate``, the clock, simulated time, the
+        simulator's wall time left out of the host's; ``raw_mmio=False``: no recovery of a DMA or
+        engine left running on open."""
+        from zynqflow.host.board import Platform
+
+        return Platform(allocate=self.allocate, clocks=self.clocks, raw_mmio=self.raw_mmio if raw_mmio else None,
+                        clock=self.now, timing=timing, outside_clock=self.sim_wall_seconds, source=source,
+                        simulated=True)
+
     def now(self) -> float:
         """Simulated seconds (the driver's clock)."""
         return self._sim.t_ns * 1e-9

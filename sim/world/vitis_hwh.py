@@ -1,105 +1,57 @@
-"""A ``.hwh`` as Vivado writes one for our block design, and read back as pynq 3.x reads it.
+"""A ``.hwh`` as Vivado writes one for our block design, readable by pynq's own parser, and read back
+as pynq 3.x reads it.
 
-:func:`hls_control_registers` lays out the ``s_axilite`` control registers of the HLS top function
-the way Vitis HLS does (UG1399, "S_AXILITE Control Register Map"), from what Vitis reads: the
-``#pragma HLS INTERFACE`` lines and the signature of ``zq_top`` in ``hls/``, not from
-:mod:`zynqflow.spec.engine`:
+:func:`write_hwh` writes what ``pynqmetadata``'s ``HwhFrontend`` (pynq 3.x's ``.hwh`` parser:
+``pynq.Overlay`` -> ``RuntimeMetadataParser(Metadata(input=hwh))``) needs to build ``ip_dict``,
+``interrupt_controllers`` and ``interrupt_pins``, in the layout of a Vivado-written handoff (the
+PYNQ resizer overlay's, ``pynqmetadata/tests/hwhs/resizer.hwh``, Vivado 2019.2, is the reference):
 
-* ``CTRL`` (0x00: AP_START 0, AP_DONE 1, AP_IDLE 2, AP_READY 3, AUTO_RESTART 7, INTERRUPT 9),
-  ``GIER`` (0x04), ``IP_IER`` (0x08: CHAN0_INT_EN ap_done, CHAN1_INT_EN ap_ready), ``IP_ISR`` (0x0C,
-  toggle on write);
-* a pointer argument with ``offset=slave`` (an ``m_axi`` base address, 64 bits): ``<name>_1`` (bits
-  31:0) and ``<name>_2`` (63:32);
-* a scalar output (a non-const reference): ``<name>`` (read-only data) and ``<name>_ctrl`` (bit 0
-  ``<name>_ap_vld``, clear on read);
-* each at the ``offset=`` its pragma gives.
+* ``EDKSYSTEM`` (``VIVADOVERSION``, ``TIMESTAMP``: when the block design was generated) and
+  ``SYSTEMINFO`` (``NAME`` the block design, ``DEVICE``, ``PACKAGE``), an ``EXTERNALPORTS`` element;
+* one ``MODULE`` per cell, with ``PARAMETERS``, scalar ``PORTS`` (``CONNECTIONS`` to the ports they
+  are wired to) and ``BUSINTERFACES`` (``aximm`` master / slave);
+* the Zynq PS (``processing_system7``): its FCLK0 parameters, ``M_AXI_GP0`` and, in its
+  ``MEMORYMAP``, one ``MEMRANGE`` per register block it reaches (``MASTERBUSINTERFACE``,
+  ``SLAVEBUSINTERFACE``, base and high address): where pynq finds ``phys_addr`` and ``addr_range``;
+* the accelerator's ``ADDRESSBLOCK`` (``USAGE="register"``) with one ``REGISTER`` per register
+  (``PROPERTY`` ``DESCRIPTION``, ``ADDRESS_OFFSET``, ``SIZE``, ``ACCESS``, ``IS_ENABLED``, and
+  ``FIELDS``): pynq's ``ip_dict[ip]["registers"]``;
+* the interrupt path of ``board/pynq_z2.tcl``: ``zq_top_0/interrupt`` and the DMA's
+  ``mm2s_introut`` / ``s2mm_introut`` into an ``xlconcat`` (``In0``..``In2``), its ``dout`` into an
+  ``axi_intc``, whose ``irq`` goes to the PS's ``IRQ_F2P``.
 
-:func:`write_hwh` writes the ``component.xml``-style register description into the accelerator's
-``<MODULE>`` (``ADDRESSBLOCKS/ADDRESSBLOCK/REGISTERS/REGISTER`` with ``PROPERTY`` and ``FIELDS``), the
-Zynq PS with its FCLK0 parameters, the AXI DMA; :func:`read_hwh` parses it as pynq's
-``HWH`` parser does (``ip_dict[name]["registers"]``: ``address_offset``, ``size``, ``access``,
-``description``, ``fields``).
+:func:`hls_control_registers` lays the HLS engine's registers out from ``zq_top``'s argument list
+and interface pragmas (:mod:`zynqflow.sim.world.vitis_axilite`, UG1399's rules); :func:`read_hwh`
+is the part of pynq's parser the simulations use (``type``, ``phys_addr``, ``addr_range``,
+``parameters``, ``registers``, ``interrupts``), checked against pynq's own in the tests.
 """
 
 from __future__ import annotations
 
-import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from zynqflow.spec.paths import REPO
-
-HLS_DIR = REPO / "hls"
 ACCEL_VLNV = "zynqflow.org:hls:zq_top:1.0"
 PS7_VLNV = "xilinx.com:ip:processing_system7:5.5"
 DMA_VLNV = "xilinx.com:ip:axi_dma:7.1"
-
-# UG1399: the block-level registers of ap_ctrl_hs with s_axilite (Vitis 2022.2 and later: ISR toggle on write)
-CTRL_FIELDS = (("AP_START", 0, "read-write", "Control signal Register for 'ap_start'."),
-               ("AP_DONE", 1, "read-only", "Control signal Register for 'ap_done'. Clear on read."),
-               ("AP_IDLE", 2, "read-only", "Control signal Register for 'ap_idle'."),
-               ("AP_READY", 3, "read-only", "Control signal Register for 'ap_ready'. Clear on read."),
-               ("AUTO_RESTART", 7, "read-write", "Control signal Register for 'auto_restart'."),
-               ("INTERRUPT", 9, "read-only", "Control signal Register for 'interrupt'."))
-BLOCK_REGISTERS = (
-    ("CTRL", 0x00, "read-write", "Control signals", CTRL_FIELDS),
-    ("GIER", 0x04, "read-write", "Global Interrupt Enable Register",
-     (("Enable", 0, "read-write", "Master enable for the device interrupt output to the system interrupt controller"),)),
-    ("IP_IER", 0x08, "read-write", "IP Interrupt Enable Register",
-     (("CHAN0_INT_EN", 0, "read-write", "Enable Channel 0 (ap_done) Interrupt"),
-      ("CHAN1_INT_EN", 1, "read-write", "Enable Channel 1 (ap_ready) Interrupt"))),
-    ("IP_ISR", 0x0C, "read-write", "IP Interrupt Status Register",
-     (("CHAN0_INT_ST", 0, "read-write", "Channel 0 (ap_done) Interrupt Status. Toggle on write."),
-      ("CHAN1_INT_ST", 1, "read-write", "Channel 1 (ap_ready) Interrupt Status. Toggle on write."))),
-)
+INTC_VLNV = "xilinx.com:ip:axi_intc:4.1"
+CONCAT_VLNV = "xilinx.com:ip:xlconcat:2.1"
+AXIMM = "xilinx.com:interface:aximm:1.0"
+BD_NAME = "zq_pynq_z2"                         # the block design of board/pynq_z2.tcl
+VIVADO_VERSION = "2023.2"
+ACCEL_BASE, DMA_BASE, INTC_BASE = 0x4000_0000, 0x4040_0000, 0x4180_0000
 
 
-def _hls_text(hls_dir: Path) -> str:
-    return "\n".join(p.read_text(errors="replace") for p in sorted(hls_dir.rglob("*")) if p.suffix in (".h", ".cpp"))
+def hls_control_registers(export_dir, ap_types, hls_dir=None) -> list[dict]:
+    """The ``s_axilite`` registers Vitis generates for ``zq_top`` (built for the export in
+    ``export_dir``; ``ap_types``: the ap_types headers' directory), from its argument list and
+    interface pragmas (:mod:`~zynqflow.sim.world.vitis_axilite`), as :func:`write_hwh` takes them:
+    [{"name", "offset", "access", "description", "fields"}]."""
+    from zynqflow.sim.world import vitis_axilite as V
 
-
-def top_signature(hls_dir: Path = HLS_DIR, top: str = "zq_top") -> list[tuple[str, str]]:
-    """The arguments of the top function's declaration: [(type, name), ...]."""
-    m = re.search(rf"\bvoid\s+{top}\s*\(([^)]*)\)\s*;", _hls_text(hls_dir))
-    if m is None:
-        raise ValueError(f"no declaration of {top}(...) in {hls_dir}")
-    args = []
-    for a in re.sub(r"\s+", " ", m.group(1)).split(","):
-        a = a.strip()
-        mm = re.match(r"(.*?)([A-Za-z_]\w*)$", a)
-        args.append((mm.group(1).strip(), mm.group(2)))
-    return args
-
-
-def hls_control_registers(hls_dir: Path = HLS_DIR, top: str = "zq_top") -> list[dict]:
-    """The ``s_axilite`` registers Vitis generates for ``top`` (module docstring), in offset order:
-    [{"name", "offset", "access", "description", "fields": [(name, bit, width, access, doc)]}]."""
-    text = _hls_text(hls_dir)
-    axilite = {m.group(1): int(m.group(2), 0)
-               for m in re.finditer(r"mode=s_axilite\s+port=(\w+)\s+offset=(0x[0-9A-Fa-f]+|\d+)", text)}
-    maxi = set(re.findall(r"mode=m_axi\s+port=(\w+)", text))
-    regs = [dict(name=n, offset=o, access=acc, description=d,
-                 fields=[(f, b, 1, fa, fd) for f, b, fa, fd in fl]) for n, o, acc, d, fl in BLOCK_REGISTERS]
-    for typ, name in top_signature(hls_dir, top):
-        if name not in axilite:
-            continue
-        off = axilite[name]
-        if name in maxi or "*" in typ:          # an m_axi base address: 64 bits in two words
-            regs.append(dict(name=f"{name}_1", offset=off, access="write-only", description=f"Data signal of {name}",
-                             fields=[(name, 0, 32, "write-only", f"Bit 31 to 0 of {name}")]))
-            regs.append(dict(name=f"{name}_2", offset=off + 4, access="write-only",
-                             description=f"Data signal of {name}",
-                             fields=[(name, 0, 32, "write-only", f"Bit 63 to 32 of {name}")]))
-        elif "&" in typ and not typ.startswith("const"):   # a scalar output with ap_vld
-            regs.append(dict(name=name, offset=off, access="read-only", description=f"Data signal of {name}",
-                             fields=[(name, 0, 32, "read-only", f"Bit 31 to 0 of {name}")]))
-            regs.append(dict(name=f"{name}_ctrl", offset=off + 4, access="read-only",
-                             description=f"Control signal of {name}",
-                             fields=[(f"{name}_ap_vld", 0, 1, "read-only", f"Control signal {name}_ap_vld")]))
-        else:                                               # a scalar input
-            regs.append(dict(name=name, offset=off, access="write-only", description=f"Data signal of {name}",
-                             fields=[(name, 0, 32, "write-only", f"Bit 31 to 0 of {name}")]))
-    return sorted(regs, key=lambda r: r["offset"])
+    regs = V.top_from_source(export_dir, ap_types, **({"hls_dir": Path(hls_dir)} if hls_dir else {}))
+    return [dict(name=r.name, offset=r.offset, access=r.access, description=r.description, fields=list(r.fields))
+            for r in regs]
 
 
 def registers_from_offsets(offsets: dict[str, int]) -> list[dict]:
@@ -112,32 +64,64 @@ def _prop(parent, name, value):
     ET.SubElement(parent, "PROPERTY", NAME=name, VALUE=str(value))
 
 
+def _module(mods, inst, vlnv, modtype, **attrs):
+    m = ET.SubElement(mods, "MODULE", FULLNAME=f"/{inst}", INSTANCE=inst, MODTYPE=modtype, VLNV=vlnv, **attrs)
+    return m, ET.SubElement(m, "PARAMETERS"), ET.SubElement(m, "PORTS"), ET.SubElement(m, "BUSINTERFACES")
+
+
+def _port(ports, name, direction, to=(), left=None):
+    p = ET.SubElement(ports, "PORT", DIR=direction, NAME=name, SIGIS="INTERRUPT" if "intr" in name or name in (
+        "interrupt", "irq", "IRQ_F2P") else "undef", **({"LEFT": str(left), "RIGHT": "0"} if left is not None else {}))
+    if to:
+        cons = ET.SubElement(p, "CONNECTIONS")
+        for inst, port in to:
+            ET.SubElement(cons, "CONNECTION", INSTANCE=inst, PORT=port)
+    return p
+
+
+def _bus(bifs, name, kind):
+    ET.SubElement(bifs, "BUSINTERFACE", BUSNAME=f"bus_{name}", DATAWIDTH="32", NAME=name, TYPE=kind, VLNV=AXIMM)
+
+
 def write_hwh(path, registers: list[dict], *, fclk_mhz: float = 100.0, accel: str = "zq_top_0",
-              dma: str | None = "axi_dma_0", accel_vlnv: str = ACCEL_VLNV, reg_range: int = 0x10000) -> Path:
-    """A ``.hwh`` for the block design with the accelerator's ``registers``."""
-    root = ET.Element("EDKSYSTEM", EDWVERSION="1.2", VIVADOVERSION="2023.2")
-    ET.SubElement(root, "SYSTEMINFO", ARCH="zynq", DEVICE="7z020", NAME="zq_pynq_z2", PACKAGE="clg400",
-                  SPEEDGRADE="-1")
+              dma: str | None = "axi_dma_0", accel_vlnv: str = ACCEL_VLNV, reg_range: int = 0x10000,
+              timestamp: str = "Mon Nov 27 10:12:33 2023", vivado_version: str = VIVADO_VERSION,
+              bd_name: str = BD_NAME, interrupts: bool = True) -> Path:
+    """A ``.hwh`` of the block design with the accelerator's ``registers`` (module docstring)."""
+    root = ET.Element("EDKSYSTEM", EDWVERSION="1.2", TIMESTAMP=timestamp, VIVADOVERSION=vivado_version)
+    ET.SubElement(root, "SYSTEMINFO", ARCH="zynq", DEVICE="7z020", NAME=bd_name, PACKAGE="clg400", SPEEDGRADE="-1")
+    ET.SubElement(root, "EXTERNALPORTS")
     mods = ET.SubElement(root, "MODULES")
-    ps = ET.SubElement(mods, "MODULE", FULLNAME="/processing_system7_0", INSTANCE="processing_system7_0",
-                       MODTYPE="processing_system7", VLNV=PS7_VLNV)
-    pars = ET.SubElement(ps, "PARAMETERS")
-    for k, v in (("PCW_FPGA0_PERIPHERAL_FREQMHZ", f"{fclk_mhz:g}"), ("PCW_ACT_FPGA0_PERIPHERAL_FREQMHZ", f"{fclk_mhz:.6f}")):
+    irq = interrupts and dma is not None
+    ps, pars, ports, bifs = _module(mods, "processing_system7_0", PS7_VLNV, "processing_system7", IS_PL="FALSE")
+    divisor = round(1000 / fclk_mhz)
+    clocks = [(f"PCW_FPGA_FCLK{i}_ENABLE", str(int(i == 0))) for i in range(4)] + \
+        [(f"PCW_FCLK{i}_PERIPHERAL_DIVISOR{j}", str(divisor if (i, j) == (0, 0) else 1)) for i in range(4) for j in (0, 1)]
+    for k, v in [("PCW_FPGA0_PERIPHERAL_FREQMHZ", f"{fclk_mhz:g}"),
+                 ("PCW_ACT_FPGA0_PERIPHERAL_FREQMHZ", f"{fclk_mhz:.6f}")] + clocks:
         ET.SubElement(pars, "PARAMETER", NAME=k, VALUE=v)
+    if irq:
+        _port(ports, "IRQ_F2P", "I", [("axi_intc_0", "irq")], left=0)
+    _bus(bifs, "M_AXI_GP0", "MASTER")
     mm = ET.SubElement(ps, "MEMORYMAP")
-    ips = [(accel, 0x4000_0000, "s_axi_control")] + ([(dma, 0x4040_0000, "S_AXI_LITE")] if dma else [])
-    for inst, base, bus in ips:
-        ET.SubElement(mm, "MEMRANGE", ADDRESSBLOCK="Reg", BASEVALUE=f"0x{base:08X}",
-                      HIGHVALUE=f"0x{base + reg_range - 1:08X}", INSTANCE=inst, MASTERBUSINTERFACE="M_AXI_GP0",
-                      MEMTYPE="REGISTER", SLAVEBUSINTERFACE=bus)
-    acc = ET.SubElement(mods, "MODULE", FULLNAME=f"/{accel}", INSTANCE=accel, MODTYPE="zq_top", VLNV=accel_vlnv)
+    blocks = [(accel, ACCEL_BASE, "s_axi_control", reg_range)] + ([(dma, DMA_BASE, "S_AXI_LITE", 0x10000)] if dma else [])
+    if irq:
+        blocks.append(("axi_intc_0", INTC_BASE, "s_axi", 0x10000))
+    for inst, base, bus, size in blocks:
+        ET.SubElement(mm, "MEMRANGE", ADDRESSBLOCK="Reg", BASENAME="C_BASEADDR", BASEVALUE=f"0x{base:08X}",
+                      HIGHNAME="C_HIGHADDR", HIGHVALUE=f"0x{base + size - 1:08X}", INSTANCE=inst, IS_DATA="TRUE",
+                      IS_INSTRUCTION="TRUE", MASTERBUSINTERFACE="M_AXI_GP0", MEMTYPE="REGISTER", SLAVEBUSINTERFACE=bus)
+    acc, _, ports, bifs = _module(mods, accel, accel_vlnv, "zq_top")
+    if irq:
+        _port(ports, "interrupt", "O", [("irq_concat", "In0")])
+    _bus(bifs, "s_axi_control", "SLAVE")
     block = ET.SubElement(ET.SubElement(acc, "ADDRESSBLOCKS"), "ADDRESSBLOCK", ACCESS="read-write",
                           INTERFACE="s_axi_control", NAME="Reg", RANGE=str(reg_range), USAGE="register")
     regs_el = ET.SubElement(block, "REGISTERS")
     for r in registers:
         re_ = ET.SubElement(regs_el, "REGISTER", NAME=r["name"])
         _prop(re_, "DESCRIPTION", r["description"])
-        _prop(re_, "ADDRESS_OFFSET", r["offset"])
+        _prop(re_, "ADDRESS_OFFSET", f"0x{int(r['offset']):x}")
         _prop(re_, "SIZE", 32)
         _prop(re_, "ACCESS", r["access"])
         _prop(re_, "IS_ENABLED", "true")
@@ -151,11 +135,25 @@ def write_hwh(path, registers: list[dict], *, fclk_mhz: float = 100.0, accel: st
             _prop(f, "BIT_OFFSET", bit)
             _prop(f, "BIT_WIDTH", width)
     if dma:
-        d = ET.SubElement(mods, "MODULE", FULLNAME=f"/{dma}", INSTANCE=dma, MODTYPE="axi_dma", VLNV=DMA_VLNV)
-        pars = ET.SubElement(d, "PARAMETERS")
+        _, pars, ports, bifs = _module(mods, dma, DMA_VLNV, "axi_dma")
         for k, v in (("C_INCLUDE_SG", "0"), ("C_SG_LENGTH_WIDTH", "23"), ("C_INCLUDE_MM2S", "1"),
                      ("C_INCLUDE_S2MM", "1")):
             ET.SubElement(pars, "PARAMETER", NAME=k, VALUE=v)
+        if irq:
+            _port(ports, "mm2s_introut", "O", [("irq_concat", "In1")])
+            _port(ports, "s2mm_introut", "O", [("irq_concat", "In2")])
+        _bus(bifs, "S_AXI_LITE", "SLAVE")
+    if irq:
+        _, pars, ports, _ = _module(mods, "irq_concat", CONCAT_VLNV, "xlconcat")
+        ET.SubElement(pars, "PARAMETER", NAME="NUM_PORTS", VALUE="3")
+        for i, (inst, port) in enumerate(((accel, "interrupt"), (dma, "mm2s_introut"), (dma, "s2mm_introut"))):
+            _port(ports, f"In{i}", "I", [(inst, port)], left=0)
+        _port(ports, "dout", "O", [("axi_intc_0", "intr")], left=2)
+        _, pars, ports, bifs = _module(mods, "axi_intc_0", INTC_VLNV, "axi_intc")
+        ET.SubElement(pars, "PARAMETER", NAME="C_NUM_INTR_INPUTS", VALUE="3")
+        _port(ports, "intr", "I", [("irq_concat", "dout")], left=2)
+        _port(ports, "irq", "O", [("processing_system7_0", "IRQ_F2P")])
+        _bus(bifs, "s_axi", "SLAVE")
     path = Path(path)
     ET.ElementTree(root).write(path, encoding="UTF-8", xml_declaration=True)
     return path
@@ -166,17 +164,31 @@ def _int(v: str) -> int:
 
 
 def read_hwh(path) -> dict:
-    """``ip_dict`` as pynq 3.x's HWH parser builds it (the parts the driver reads): per module
-    ``type`` (VLNV), ``fullpath``, ``phys_addr``/``addr_range`` (from the PS's memory map),
-    ``parameters`` and ``registers``."""
+    """``ip_dict`` as pynq 3.x's parser builds it (the parts the simulations read): per IP the PS
+    reaches, ``type`` (VLNV), ``fullpath``, ``phys_addr``/``addr_range`` (from the PS's memory map),
+    ``parameters``, ``registers`` and ``interrupts`` (pin -> {"controller", "index"}: the position of
+    the pin on the concat in front of the ``axi_intc``); and the PS itself (its parameters)."""
     root = ET.parse(path).getroot()
-    ranges = {m.get("INSTANCE"): m for m in root.iter("MEMRANGE")}
+    mods = {m.get("INSTANCE"): m for m in root.iter("MODULE")}
+    ranges = {m.get("INSTANCE"): m for m in root.iter("MEMRANGE") if m.get("MEMTYPE") == "REGISTER"}
+    irq_index = {}
+    for m in mods.values():
+        if m.get("MODTYPE") == "xlconcat":
+            for p in m.iter("PORT"):
+                if p.get("NAME", "").startswith("In"):
+                    for c in p.iter("CONNECTION"):
+                        irq_index[(c.get("INSTANCE"), c.get("PORT"))] = int(p.get("NAME")[2:])
+    intc = next((n for n, m in mods.items() if m.get("MODTYPE") == "axi_intc"), None)
     out = {}
-    for mod in root.iter("MODULE"):
+    for inst, mod in mods.items():
+        r = ranges.get(inst)
+        if r is None and mod.get("MODTYPE") != "processing_system7":
+            continue
         name = mod.get("FULLNAME", "").lstrip("/")
-        d = dict(type=mod.get("VLNV"), fullpath=name, interrupts={}, gpio={},
-                 parameters={p.get("NAME"): p.get("VALUE") for p in mod.findall("./PARAMETERS/*[@NAME][@VALUE]")})
-        r = ranges.get(mod.get("INSTANCE"))
+        d = dict(type=mod.get("VLNV"), fullpath=name, gpio={},
+                 parameters={p.get("NAME"): p.get("VALUE") for p in mod.findall("./PARAMETERS/*[@NAME][@VALUE]")},
+                 interrupts={pin: dict(controller=intc, index=i) for (i_inst, pin), i in irq_index.items()
+                             if i_inst == inst})
         if r is not None:
             d["phys_addr"] = _int(r.get("BASEVALUE"))
             d["addr_range"] = _int(r.get("HIGHVALUE")) - d["phys_addr"] + 1
@@ -191,8 +203,40 @@ def read_hwh(path) -> dict:
                     fields={k.get("NAME"): dict(
                         bit_offset=_int(k.find('./PROPERTY/[@NAME="BIT_OFFSET"]').get("VALUE")),
                         bit_width=_int(k.find('./PROPERTY/[@NAME="BIT_WIDTH"]').get("VALUE")),
-                        access=k.find('./PROPERTY/[@NAME="ACCESS"]').get("VALUE"))
+                        access=k.find('./PROPERTY/[@NAME="ACCESS"]').get("VALUE"),
+                        description=k.find('./PROPERTY/[@NAME="DESCRIPTION"]').get("VALUE"))
                         for k in j.findall("./FIELDS/FIELD/[@NAME]")})
                 for j in regs}
         out[name] = d
     return out
+
+
+def pynq_ip_dict(path) -> tuple[dict, dict]:
+    """(``ip_dict``, ``interrupt_pins``) as pynq itself builds them from ``path`` (needs pynq)."""
+    from pynq.metadata.runtime_metadata_parser import RuntimeMetadataParser
+    from pynqmetadata.frontends import Metadata
+
+    p = RuntimeMetadataParser(Metadata(input=str(path)))
+    return p.ip_dict, p.interrupt_pins
+
+
+def write_bitfile(path, design: str = f"{BD_NAME}_wrapper", part: str = "7z020clg400", date: str = "2023/11/27",
+                  time: str = "11:41:05", version: str = VIVADO_VERSION, payload: bytes = b"\xff" * 64) -> Path:
+    """A ``.bit`` with the header Vivado's ``write_bitstream`` puts in front of the configuration data,
+    in the layout pynq's ``parse_bit_header`` (``pynq/pl_server/embedded_device.py``) reads: a
+    2-byte length and that many bytes of preamble, two bytes (1), then fields 'a' (design and
+    options, ``;``-separated, ``Version=`` last), 'b' (part), 'c' (date), 'd' (time), each with a
+    2-byte big-endian length and a NUL-terminated string, then 'e' with a 4-byte length and the data."""
+    import struct
+
+    def field(key: str, text: str) -> bytes:
+        b = text.encode("ascii") + b"\0"
+        return key.encode() + struct.pack(">H", len(b)) + b
+
+    pre = bytes([0x0F, 0xF0, 0x0F, 0xF0, 0x0F, 0xF0, 0x0F, 0xF0, 0x00])
+    data = (struct.pack(">H", len(pre)) + pre + struct.pack(">H", 1)
+            + field("a", f"{design};COMPRESS=TRUE;UserID=0XFFFFFFFF;Version={version}") + field("b", part)
+            + field("c", date) + field("d", time) + b"e" + struct.pack(">I", len(payload)) + payload)
+    path = Path(path)
+    path.write_bytes(data)
+    return path

@@ -233,3 +233,101 @@ async def write_errors(dut):
     tb.eq(tb.errs, n_bad, "err pulses (bursts with SLVERR)")
     tb.eq(sum(1 for _, r in tb.axi.b if r & 2), n_bad, "SLVERR responses seen")
     tb.done(100)
+
+
+
+@cocotb.test()
+async def reset_with_bursts_in_flight(dut):
+    """Resets while bursts are in flight. The slave answers the bursts complete before a reset
+    (the PS's HP port does not see the PL's reset); the writer drops those late responses and
+    counts them against MAX_OUT. Cases: the last W beat of two bursts held back, then handed over
+    in the reset's first cycle (its B the cycle after, or held until the bursts of the next epoch
+    are complete too), and in the cycle before the reset. After each reset new bursts are all
+    written, ``idle`` never rises while one of them is owed its B and rises after the last, and
+    the late and new bursts owed never exceed MAX_OUT."""
+    tb = TB(dut, "reset_with_bursts_in_flight", stalls=(0.0, 0.0, 0.0), p_in=1.0)
+    d, port = tb.dut, tb.ram
+    ctl = dict(w_stop=None, arm=None, rst_left=0, rst_at=None, hold_b=False, hold_b_next=False)
+    state = dict(late=0, owed=0, in_reset=False, wlast_in_reset=0)
+
+    def hook(now):
+        # right after the edge that ended cycle `now` (its values still show); what is driven here
+        # holds in cycle now + 1 (the memory drives its READYs after the hooks)
+        if ctl["arm"] is not None and port.write.beats >= ctl["w_stop"] and u(d.m_wvalid):
+            lead = ctl["arm"]               # the reset: 0 with the held beat's handshake, 1 a cycle later
+            ctl["arm"], ctl["w_stop"] = None, None
+            ctl["rst_at"], ctl["hold_b"] = now + 1 + lead, ctl["hold_b_next"]
+        # the late responses held until bursts of the new epoch are complete at the slave too: all of
+        # them, or as many as the writer may owe
+        if ctl["hold_b"] and ctl["rst_at"] is None and state["owed"] and len(port.bq) > state["late"] and \
+                (not tb.data or state["owed"] + state["late"] >= tb.max_out):
+            ctl["hold_b"] = False
+        if ctl["rst_at"] is not None and now + 1 >= ctl["rst_at"]:
+            if ctl["rst_left"] > 0:
+                d.rst.value = 1
+                ctl["rst_left"] -= 1
+            else:
+                d.rst.value = 0
+                ctl["rst_at"] = None
+
+    port.ddr.hooks.append(hook)
+    port.hold("w", lambda c: ctl["w_stop"] is not None and port.write.beats >= ctl["w_stop"])
+    port.hold("b", lambda c: ctl["hold_b"])
+    await tb.reset()
+    cocotb.start_soon(tb.feed())
+
+    async def watch():
+        st = state
+        while True:
+            await tb.step()
+            rst = u(d.rst)
+            b_hs = u(d.m_bvalid) and u(d.m_bready)
+            if rst:
+                st["owed"] = 0
+                st["in_reset"] = True
+                st["wlast_in_reset"] += u(d.m_wvalid) and u(d.m_wready) and u(d.m_wlast)
+                continue
+            if st["in_reset"]:                 # the first cycle after a reset: what the slave owes is late
+                st["late"], st["in_reset"] = len(port.bq), False
+            # idle reflects the responses of the cycles before this one
+            owed = st["owed"]
+            tb.check(not (u(d.idle) and owed), lambda: f"idle with {owed} bursts owed their B (cycle {tb.cycles})")
+            if b_hs:
+                if st["late"]:
+                    st["late"] -= 1
+                else:
+                    st["owed"] -= 1
+            st["owed"] += u(d.cmd_valid) and u(d.cmd_ready)
+            late, owed = st["late"], st["owed"]
+            tb.check(owed >= 0, lambda: f"a B response taken for no burst (cycle {tb.cycles})")
+            tb.check(late + owed <= tb.max_out, lambda: f"{late} late + {owed} owed responses > MAX_OUT "
+                                                        f"(cycle {tb.cycles})")
+
+    cocotb.start_soon(watch())
+    for rst_len, lead, hold_b in ((1, 0, False), (1, 0, True), (3, 0, True), (2, 1, False), (2, 1, True)):
+        # two bursts; the last W beat of the second held until the reset
+        ctl["w_stop"] = port.write.beats + 7
+        ctl["arm"], ctl["rst_left"], ctl["hold_b_next"] = lead, rst_len, hold_b
+        case = f"reset of {rst_len} cycles, {lead} after the last W beat, late B {'held' if hold_b else 'free'}"
+        await tb.issue([(BASE + 0x400 * tb.rng.randrange(8), 4) for _ in range(2)], p_gap=0.0)
+        for _ in range(300):
+            await tb.step()
+            if ctl["arm"] is None and ctl["rst_at"] is None and not u(d.rst):
+                break
+        tb.check(ctl["arm"] is None, f"{case}: the held last W beat never showed")
+        tb.eq(state["wlast_in_reset"], int(lead == 0), f"{case}: last W beats in the reset")
+        state["wlast_in_reset"] = 0
+        # the next epoch: bursts with their data, all written and answered
+        tb.expected.clear()
+        new = [(BASE + 0x2000 + 0x100 * i, tb.rng.randrange(1, AXI_BURST_BEATS + 1)) for i in range(tb.max_out + 2)]
+        await tb.issue(new, p_gap=0.0)
+        for _ in range(5000):
+            await tb.step()
+            if u(d.idle) and not tb.data and state["owed"] == 0:
+                break
+        tb.eq(u(d.idle), 1, f"{case}: idle after the new bursts")
+        tb.eq(state["owed"], 0, f"{case}: responses owed to the new bursts")
+        tb.eq(state["late"], 0, f"{case}: late responses still to come")
+        bad = [a for a, v in tb.expected.items() if tb.mem.read(a, 1)[0] != v]
+        tb.check(not bad, lambda: f"{case}: {len(bad)} bytes of the new bursts wrong, first 0x{bad[0]:08x}")
+    tb.done(100)

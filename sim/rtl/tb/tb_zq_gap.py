@@ -2,9 +2,9 @@
 
 Rows written with random and extreme sums (-2^31, 2^31-1, rounding ties); every class is read
 through ``rd_sel`` one per cycle (in order, random order, repeated) and ``rd_logit`` is checked
-exactly two cycles later against ``zynqflow.spec.numerics.gap_shift`` (the rounded shift by
-GAP_SHIFT, no rounding term for GAP_SHIFT = 0), as a 32-bit two's complement value. A second
-round of writes replaces the sums.
+exactly two cycles later against ``zynqflow.spec.numerics.gap_shift`` (the shift by GAP_SHIFT
+with the rounding term of the mode GAP_ROUND, spec.engine.GAP_ROUNDINGS; none for GAP_SHIFT = 0),
+as a 32-bit two's complement value. A second round of writes replaces the sums.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import cocotb
 import numpy as np
 
 from zynqflow.sim.rtl.tb.common import TBBase, pack, sx, u
-from zynqflow.spec.engine import GAP_BITS
+from zynqflow.spec.engine import GAP_BITS, GAP_ROUND_HALF_UP, GAP_ROUNDINGS
 from zynqflow.spec.numerics import gap_shift
 
 LAT = 2
@@ -28,6 +28,7 @@ class TB(TBBase):
         self.rows = self.param("GAP_ROWS")
         self.shift = self.param("GAP_SHIFT")
         self.ncls = self.param("N_CLASSES")
+        self.mode = next(m.name for m in GAP_ROUNDINGS if m.code == self.param("GAP_ROUND", GAP_ROUND_HALF_UP))
         self.sums = np.zeros(self.rows * self.npe, np.int64)
         self.pipe = collections.deque([None] * LAT)
         for n in ("wr_en", "wr_row", "wr_data", "rd_sel"):
@@ -40,7 +41,8 @@ class TB(TBBase):
         for _ in range(self.npe):
             r = self.rng.random()
             if r < 0.3:
-                out.append(self.rng.choice([lo, hi, 0, -1, 1, half, -half, hi - half, lo + half, 3 * half, -3 * half]))
+                out.append(self.rng.choice([lo, hi, 0, -1, 1, half, -half, hi - half, lo + half, 3 * half, -3 * half,
+                                            5 * half, -5 * half, half - 1, -half - 1, half + 1, -half + 1]))
             elif r < 0.6:
                 out.append(self.rng.randrange(-4096, 4096))
             else:
@@ -66,7 +68,7 @@ class TB(TBBase):
             await self.settle()
             want = self.pipe.popleft()
             self.pipe.append(None if c is None else
-                             (c, int(gap_shift(np.int64(self.sums[c]), 1 << self.shift))))
+                             (c, int(gap_shift(np.int64(self.sums[c]), 1 << self.shift, self.mode))))
             if want is not None:
                 self.eq(sx(u(d.rd_logit), 32), want[1], f"logit of class {want[0]} (sum {self.sums[want[0]]})")
 

@@ -1,19 +1,37 @@
-"""What the Vivado scripts build, checked against the RTL itself (no Vivado here).
+"""``make check-board-scripts``: the Vivado scripts of board/ run under the vendor-reference mock
+of Vivado (:mod:`zynqflow.sim.world.vivado`, no Vivado here), and what they build checked against
+the RTL itself.
+
+    python -m zynqflow.bench.board_check [build/<net>/export]     (default: a seeded zynqnet-tiny export)
+
+It runs ``board/bitstream.sh`` for ``ENGINE=rtl`` and ``ENGINE=hls`` with a ``vivado`` on ``PATH``
+that sources the script it is given under the mock (:func:`fake_vivado`): so the scripts run with
+the arguments bitstream.sh passes them: ``board/ip/package_rtl_ip.tcl`` (the RTL twin's IP) and
+``board/pynq_z2.tcl`` (the block design, with either engine's IP, with and without the PYNQ-Z2
+board files). Every problem the mock reports (an unknown command, option, property, CONFIG.*
+parameter, pin, bus parameter or logical port; what validate_bd_design finds) is listed with the
+script and line, then the checks below; any problem: exit 1.
 
 * :func:`parse_hdl`: a top's real ports (direction, width, constant outputs) and parameters
   (resolved values) from Verilator's ``--json-only`` output of the RTL with the export's
   include files: what Vivado's IP packager would find in the HDL.
 * :func:`check_pass_through`: the Verilog wrapper has every port and parameter of ``zq_top``.
-* :func:`check_interfaces`: each bus interface of the packaged IP (tests/vivado_mock.py's
-  model) maps logical ports that its bus type defines to ports that exist, with the
-  direction its mode needs and the width its bus parameters say; every port is in exactly
-  one interface; the clock and the active-low reset belong to all of them.
+* :func:`check_interfaces`: each bus interface of the packaged IP (the mock's
+  :class:`IpModel`) maps logical ports that its bus type defines to ports that exist, with
+  the direction its mode needs and the width its bus parameters say; every port is in one
+  interface at most, and one in none is an input with a driver value or an output the RTL
+  ties to a constant; the clock (FREQ_HZ the specification's clock) and the active-low reset
+  belong to all of them.
 * :func:`check_parameters`: every parameter set on the IP exists on the wrapper with the
   value the HDL resolves from the export, and that value is the export's (manifest, plan).
 * :func:`check_registers`: the address block's registers are the engine specification's
   RTL register map, within the control port's address width, as the driver reads them.
-* :func:`check_block_design`: the block design maps each engine's own address spaces onto
-  the DDR window, its control registers at one base, and uses only interfaces the engine has.
+* :func:`check_files`: the IP's ``.svh`` headers are include files in every file group.
+* :func:`check_block_design`: on the block design the mock built (cells, CONFIG values, nets,
+  interface connections, address map): the engine's IP is the engine's, every interface and pin
+  of it connected, each master's own address space on the DDR window, the control registers in
+  one segment at one base; the PS clock, the HP ports' width, the DMA's mode and length register
+  and its stream width those the rest of the project assumes (spec.engine, sim/world/pg021.py).
 
 Each check returns a list of problems (empty: passed), so that a test can assert on the
 exact problem a deliberately broken copy has.
@@ -26,13 +44,16 @@ name the signals (UG1118, "Bus interfaces").
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from vivado_mock import IpModel
-
+from zynqflow.sim.world import vivado as V
+from zynqflow.sim.world.pg021 import DMA_MAX_LENGTH
+from zynqflow.sim.world.vivado import BlockDesign, IpModel, hls_interfaces  # noqa: F401 (hls_interfaces: for the tests)
 from zynqflow.spec import engine as E
 from zynqflow.spec.paths import REPO
 
@@ -123,7 +144,7 @@ def rtl_files(wrapper: Path | None = None) -> list[Path]:
 
 
 def mock_hdl_file(hdl: Hdl, path: Path) -> Path:
-    """The ports and parameters tests/vivado_mock.py's ipx::package_project finds."""
+    """The ports and parameters the mock's ipx::package_project finds (its MOCK_HDL file)."""
     lines = [f"port {p.name} {p.direction} {'{}' if p.left is None else p.left} {'{}' if p.right is None else p.right}"
              for p in hdl.ports.values()]
     lines += [f"param {n}" for n in hdl.params]
@@ -131,14 +152,25 @@ def mock_hdl_file(hdl: Hdl, path: Path) -> Path:
     return path
 
 
+# the wrapper's one difference from zq_top (board/ip/zq_top_ip.v): its control port decodes the
+# whole 64 KiB segment the block design gives it, so no register aliases at +0x100
+WRAPPER_CTRL = {"C_S_AXI_CONTROL_ADDR_WIDTH": E.CTRL_ADDR_BITS}
+WRAPPER_CTRL_PORTS = ("s_axi_control_AWADDR", "s_axi_control_ARADDR")
+
+
 def check_pass_through(wrapper: Hdl, core: Hdl) -> list[str]:
     """Every port of ``core`` on ``wrapper`` (same direction and width) and no other; every
-    parameter of ``core`` on ``wrapper`` with the same resolved value."""
+    parameter of ``core`` on ``wrapper`` with the same resolved value; but the control port's
+    address width, which is the segment's (``WRAPPER_CTRL``)."""
     bad = []
     for name, p in core.ports.items():
         w = wrapper.ports.get(name)
         if w is None:
             bad.append(f"port {name} of {core.top} is not on {wrapper.top}")
+        elif name in WRAPPER_CTRL_PORTS:
+            if (w.direction, w.width) != (p.direction, E.CTRL_ADDR_BITS):
+                bad.append(f"port {name}: {w.direction} {w.width} bits on {wrapper.top}, the control segment "
+                           f"needs {E.CTRL_ADDR_BITS}")
         elif (w.direction, w.width) != (p.direction, p.width):
             bad.append(f"port {name}: {w.direction} {w.width} bits on {wrapper.top}, {p.direction} {p.width} on "
                        f"{core.top}")
@@ -146,6 +178,10 @@ def check_pass_through(wrapper: Hdl, core: Hdl) -> list[str]:
     for name, (v, width) in core.params.items():
         if name not in wrapper.params:
             bad.append(f"parameter {name} of {core.top} is not on {wrapper.top}")
+        elif name in WRAPPER_CTRL:
+            if wrapper.params[name][0] != WRAPPER_CTRL[name]:
+                bad.append(f"parameter {name}: {wrapper.params[name][0]} on {wrapper.top}, the control segment "
+                           f"needs {WRAPPER_CTRL[name]}")
         elif wrapper.params[name] != (v, width):
             bad.append(f"parameter {name}: {wrapper.params[name]} (value, bits) on {wrapper.top}, {(v, width)} on "
                        f"{core.top}")
@@ -260,7 +296,14 @@ def check_interfaces(model: IpModel, hdl: Hdl, core: Hdl | None = None) -> list[
                               ("HAS_TLAST", "TLAST")):
                 if params.get(flag, "1" if sig in maps else "0") != ("1" if sig in maps else "0"):
                     bad.append(f"{where}: {flag}={params.get(flag)} but {sig} is {'' if sig in maps else 'not '}mapped")
-    bad += [f"port {p} is in no bus interface" for p in hdl.ports if p not in owner]
+    for p, port in hdl.ports.items():
+        if p in owner:
+            continue
+        obj = model.objects.get(f"core|port:{p}")
+        if port.direction == "in" and (obj is None or not obj.props.get("driver_value")):
+            bad.append(f"port {p} is in no bus interface and has no driver value (Vivado would tie it to 0)")
+        elif port.direction == "out" and (core is None or core.ports.get(p, Port("", "", 0)).const is None):
+            bad.append(f"port {p} is in no bus interface and is not a constant of the RTL")
     bad += _check_clock_reset(model, buses)
     return bad
 
@@ -279,7 +322,7 @@ def _check_aximm(model: IpModel, name: str, params: dict, maps: dict, hdl: Hdl, 
     want_data = E.AXI_DATA_BITS if protocol == "AXI4" else 32
     if data != want_data:
         bad.append(f"bus interface {name}: DATA_WIDTH {data}, the specification's {want_data}")
-    want_addr = E.AXI_ADDR_BITS if protocol == "AXI4" else E.reg_addr_bits("rtl")
+    want_addr = E.AXI_ADDR_BITS if protocol == "AXI4" else E.CTRL_ADDR_BITS
     if params.get("ADDR_WIDTH") != str(want_addr):
         bad.append(f"bus interface {name}: ADDR_WIDTH {params.get('ADDR_WIDTH')}, the specification's {want_addr}")
     if protocol == "AXI4" and core is not None:
@@ -325,6 +368,9 @@ def _check_clock_reset(model: IpModel, buses: dict) -> list[str]:
     assoc = set(filter(None, p.get("ASSOCIATED_BUSIF", "").split(":")))
     if assoc != data:
         bad.append(f"clock {clocks[0]}: ASSOCIATED_BUSIF {sorted(assoc)}, the AXI interfaces are {sorted(data)}")
+    if p.get("FREQ_HZ") != str(E.CLOCK_MHZ * 1_000_000):
+        bad.append(f"clock {clocks[0]}: FREQ_HZ {p.get('FREQ_HZ')!r}, the engine's clock is {E.CLOCK_MHZ} MHz "
+                   "(spec.engine.CLOCK_MHZ, FCLK_CLK0)")
     rst_port = model.port_maps(resets[0]).get("RST")
     if p.get("ASSOCIATED_RESET") != rst_port:
         bad.append(f"clock {clocks[0]}: ASSOCIATED_RESET {p.get('ASSOCIATED_RESET')!r}, the reset port is {rst_port}")
@@ -371,7 +417,7 @@ def export_values(export_dir: Path) -> dict[str, int]:
                 ACT_ROWS=eng["act_rows"], WBUF_DEPTH=eng["wbuf_depth"], IMAGE_BYTES=mem["weight_image_bytes"],
                 SCRATCH_BYTES=mem["scratch_bytes"], N_WORDS=mem["weight_words"], HDR_BYTES=mem["header_bytes"],
                 N_CLASSES=man["output"]["classes"], LAYER_TABLE=table,
-                C_S_AXI_CONTROL_ADDR_WIDTH=E.reg_addr_bits("rtl"), C_S_AXI_CONTROL_DATA_WIDTH=32)
+                C_S_AXI_CONTROL_ADDR_WIDTH=E.CTRL_ADDR_BITS, C_S_AXI_CONTROL_DATA_WIDTH=32)
 
 
 def check_parameters(model: IpModel, wrapper: Hdl, export_dir: Path) -> list[str]:
@@ -462,69 +508,264 @@ def check_registers(model: IpModel, hdl: Hdl) -> list[str]:
     return bad
 
 
-# ---- the block design ----------------------------------------------------------------------
-def hls_interfaces() -> dict[str, str]:
-    """The Vitis HLS IP's interfaces, named from the HLS source's INTERFACE pragmas as UG1399 says
-    Vitis names them: ``m_axi`` bundle B -> bus interface ``m_axi_B`` with address space
-    ``Data_m_axi_B``; ``s_axilite`` bundle B -> ``s_axi_B``; ``axis`` port P -> ``P``.
-    {bus interface: its address space ("" for slaves and streams)}."""
-    out = {}
-    for f in sorted((REPO / "hls").rglob("*")):
-        if f.suffix not in (".h", ".hpp", ".cpp") or not f.is_file():
-            continue
-        text = f.read_text()
-        for m in re.finditer(r"mode=m_axi\s+port=\w+\s+bundle=(\w+)", text):
-            out[f"m_axi_{m[1]}"] = f"Data_m_axi_{m[1]}"
-        for m in re.finditer(r"mode=s_axilite\s+port=\w+(?:\s+offset=\w+)?\s+bundle=(\w+)", text):
-            out[f"s_axi_{m[1]}"] = ""
-        for m in re.finditer(r"mode=axis\s+port=(\w+)", text):
-            out[m[1]] = ""
-    return out
 
 
-def _bd_lines(log: str) -> list[str]:
-    return [l for l in log.splitlines() if not l.startswith(("PROP ", "SET\t", "ADD\t", "REMOVE\t"))]
+# ---- the IP's files ---------------------------------------------------------------------------
+FILE_GROUPS = ("xilinx_anylanguagesynthesis", "xilinx_anylanguagebehavioralsimulation")
 
 
-def check_block_design(log: str, interfaces: dict[str, str], pins: set[str], regmap_bytes: int,
-                       cell: str = "zq_top_0") -> list[str]:
-    """The block design's use of the engine against the engine's interfaces ({name: address space
-    of a master, else ""}) and pins: every interface of the engine connected, none that it lacks;
-    each master's own address space mapped onto the DDR window (0, spec.engine.DDR_WINDOW_BYTES);
-    the control registers (``regmap_bytes`` of them) in one segment of the processor's space."""
+def check_files(model: IpModel) -> list[str]:
+    """Both file groups hold the IP's sources, and every ``.svh`` header in them is an include file
+    (``is_include``: IP-XACT's isIncludeFile in component.xml), every other file not: a header that
+    is not one is compiled as a unit of its own by the IP's synthesis and simulation."""
     bad = []
-    lines = _bd_lines(log)
-    intf_used = {m[1] for l in lines if l.startswith("connect_bd_intf_net") for m in re.finditer(rf"\b{cell}/(\w+)", l)}
-    net_used = {m[1] for l in lines if l.startswith("connect_bd_net ") for m in re.finditer(rf"\b{cell}/(\w+)", l)}
-    used = intf_used | net_used
-    bad += [f"the block design connects {cell}/{n}, an interface the engine does not have" for n in intf_used
-            if n not in interfaces]
-    bad += [f"the block design connects pin {cell}/{n}, which the engine does not have" for n in net_used
-            if n not in pins]
-    bad += [f"interface {n} of the engine is not connected" for n in interfaces if n not in intf_used]
-    bad += [f"pin {n} of the engine is not connected" for n in pins if n not in used]
-    spaces = {s for s in interfaces.values() if s}
-    mapped = {}
-    for l in lines:
-        m = re.match(rf"assign_bd_address -offset (\S+) -range (\S+) -target_address_space {cell}/(\w+) (\S+)", l)
-        if m:
-            mapped[m[3]] = (int(m[1], 0), size_bytes(m[2]), m[4])
-    for s in sorted(spaces):
-        if s not in mapped:
-            bad.append(f"address space {cell}/{s} is not mapped (the spaces mapped: {sorted(mapped)})")
-        elif mapped[s][:2] != (0, E.DDR_WINDOW_BYTES) or "DDR" not in mapped[s][2]:
-            bad.append(f"address space {cell}/{s}: {mapped[s]}, the engine's DDR window is 0, {E.DDR_WINDOW_BYTES} "
-                       "bytes of DDR")
-    bad += [f"address space {cell}/{s} is mapped but the engine has no such space" for s in mapped if s not in spaces]
-    ctrl = [m for l in lines for m in [re.match(rf"assign_bd_address -offset (\S+) -range (\S+) -target_address_space "
-                                                  rf"ps7/Data {cell}/(\w+)/(\w+)", l)] if m]
+    groups = model.files()
+    bad += [f"file group {g} missing (the IP has {sorted(groups)})" for g in FILE_GROUPS if g not in groups]
+    for g, files in sorted(groups.items()):
+        if not files:
+            bad.append(f"file group {g} holds no files")
+        for name, f in sorted(files.items()):
+            include = f.props.get("is_include", "false").lower() in ("true", "1")
+            if name.endswith(".svh") and not include:
+                bad.append(f"file {name} in {g}: a header, not marked an include file (is_include false)")
+            elif not name.endswith((".svh", ".vh")) and include:
+                bad.append(f"file {name} in {g}: marked an include file, but not a header")
+    return bad
+
+
+# ---- the block design --------------------------------------------------------------------------
+def engine_pins(entry: dict) -> tuple[dict[str, str], list[str], list[str], dict[str, str]]:
+    """A catalog entry's (:mod:`sim.world.vivado`) interfaces {name: mode}, its clock, reset and
+    interrupt pins, its address spaces, its slave segments {segment: interface}."""
+    intf = {n: p["mode"] for p in entry["intf_pins"] for n in p["names"]}
+    pins = [n for p in entry["pins"] if p.get("bus") in ("clock", "reset", "interrupt") for n in p["names"]]
+    spaces = [n for p in entry["addr_spaces"] for n in p["names"]]
+    segs = {n: (p["intf"] or [""])[0] for p in entry["segments"] for n in p["names"]}
+    return intf, pins, spaces, segs
+
+
+def check_block_design(bd: BlockDesign, entry: dict, vlnv: str, regmap_bytes: int, ctrl_decode_bytes: int | None = None,
+                       cell: str = "zq_top_0") -> list[str]:
+    """The block design the mock built (its cells, CONFIG values, nets, interface connections and
+    address map) against the engine's IP (``entry``, its catalog entry; ``vlnv``) and the rest of
+    the project:
+
+    * the engine's cell is that IP; every interface of it connected, its clock on FCLK_CLK0 (the
+      PS clock at spec.engine.CLOCK_MHZ), its reset and interrupt connected;
+    * each address space of the engine maps the DDR window (0, spec.engine.DDR_WINDOW_BYTES) of
+      one HP port's DDR segment, by the script's own assign_bd_address (not left to the
+      automatic one); that HP port enabled and as wide as the engine's masters (AXI_DATA_BITS);
+    * the control registers (``regmap_bytes``) in one segment of ps7/Data, aligned; when the
+      port decodes ``ctrl_decode_bytes``, the segment is exactly that (no register aliases in it);
+    * the AXI DMA in simple mode, its length register as wide as sim/world/pg021.py models
+      (DMA_MAX_LENGTH), its streams spec.engine.STREAM_BITS wide."""
+    bad = []
+    if bd.cells.get(cell) != vlnv:
+        return [f"cell {cell} is {bd.cells.get(cell)!r}, not the engine's IP {vlnv}"]
+    intf, pins, spaces, segs = engine_pins(entry)
+    bad += [f"interface {cell}/{n} of the engine is not connected" for n in intf if f"{cell}/{n}" not in bd.intf]
+    bad += [f"pin {cell}/{n} of the engine is not connected" for n in pins if not bd.connected(f"{cell}/{n}")]
+    ps7 = next((c for c, v in bd.cells.items() if v.startswith("xilinx.com:ip:processing_system7:")), None)
+    if ps7 is None:
+        return bad + ["no processing_system7 in the block design"]
+    ps_cfg = dict(V.reference().ips[bd.cells[ps7]]["defaults"], **bd.config.get(ps7, {}))
+    clocks = [n for p in entry["pins"] if p.get("clock") for n in p["names"]]
+    for clk in clocks:
+        if f"{ps7}/FCLK_CLK0" not in bd.connected(f"{cell}/{clk}"):
+            bad.append(f"{cell}/{clk} is not on {ps7}/FCLK_CLK0 (it is on {bd.connected(f'{cell}/{clk}')})")
+    if ps_cfg.get("PCW_FPGA0_PERIPHERAL_FREQMHZ") != str(E.CLOCK_MHZ):
+        bad.append(f"{ps7}: PCW_FPGA0_PERIPHERAL_FREQMHZ {ps_cfg.get('PCW_FPGA0_PERIPHERAL_FREQMHZ')}, the engine's "
+                   f"clock is {E.CLOCK_MHZ} MHz (spec.engine.CLOCK_MHZ)")
+    for s in spaces:
+        maps = {seg: v for (sp, seg), v in bd.addr.items() if sp == f"{cell}/{s}"}
+        if not maps:
+            bad.append(f"address space {cell}/{s} is not mapped")
+        for seg, (off, rng) in sorted(maps.items()):
+            m = re.fullmatch(rf"{ps7}/S_AXI_(HP\d)/HP\d_DDR_LOWOCM", seg)
+            if m is None or (off, rng) != (0, E.DDR_WINDOW_BYTES):
+                bad.append(f"address space {cell}/{s}: {seg} at {off:#x}, {rng} bytes; the engine's DDR window is an "
+                           f"HP port's DDR at 0, {E.DDR_WINDOW_BYTES} bytes")
+            if (f"{cell}/{s}", seg) in bd.auto:
+                bad.append(f"address space {cell}/{s}: {seg} mapped by the automatic assign_bd_address, not by the "
+                           "script (its name for the space is not the engine's)")
+            if m:
+                hp = m[1]
+                if ps_cfg.get(f"PCW_USE_S_AXI_{hp}") != "1" or \
+                        ps_cfg.get(f"PCW_S_AXI_{hp}_DATA_WIDTH") != str(E.AXI_DATA_BITS):
+                    bad.append(f"{ps7}/S_AXI_{hp}: PCW_USE_S_AXI_{hp} {ps_cfg.get(f'PCW_USE_S_AXI_{hp}')}, "
+                               f"PCW_S_AXI_{hp}_DATA_WIDTH {ps_cfg.get(f'PCW_S_AXI_{hp}_DATA_WIDTH')}: the engine's "
+                               f"masters are {E.AXI_DATA_BITS}-bit")
+    ctrl = {seg: v for (sp, seg), v in bd.addr.items() if sp == f"{ps7}/Data" and seg.startswith(f"{cell}/")}
     if len(ctrl) != 1:
-        bad.append(f"{cell}'s control registers: {len(ctrl)} assignments in ps7/Data")
-    else:
-        base, rng, intf, block = int(ctrl[0][1], 0), size_bytes(ctrl[0][2]), ctrl[0][3], ctrl[0][4]
-        if intf not in interfaces or interfaces[intf]:
-            bad.append(f"{cell}'s control segment {intf}/{block} is not on a slave interface of the engine")
+        bad.append(f"{cell}'s control registers: {len(ctrl)} segments in {ps7}/Data ({sorted(ctrl)})")
+    for seg, (base, rng) in ctrl.items():
+        on = segs.get(seg[len(cell) + 1:])
+        if on is None or intf.get(on) != "slave":
+            bad.append(f"{cell}'s control segment {seg} is no slave segment of the engine")
         if rng < regmap_bytes or base % rng:
             bad.append(f"{cell}'s control segment at {base:#x}, {rng} bytes: the register map needs {regmap_bytes}, "
                        "aligned")
+        if ctrl_decode_bytes is not None and rng != ctrl_decode_bytes:
+            bad.append(f"{cell}'s control segment is {rng} bytes, the port decodes {ctrl_decode_bytes}: the registers "
+                       "would alias inside it")
+    sg_bits = DMA_MAX_LENGTH.bit_length()
+    for dma in [c for c, v in bd.cells.items() if v.startswith("xilinx.com:ip:axi_dma:")]:
+        cfg = dict(V.reference().ips[bd.cells[dma]]["defaults"], **bd.config.get(dma, {}))
+        want = {"C_INCLUDE_SG": "0", "C_SG_LENGTH_WIDTH": str(sg_bits),
+                "C_M_AXIS_MM2S_TDATA_WIDTH": str(E.STREAM_BITS), "C_S_AXIS_S2MM_TDATA_WIDTH": str(E.STREAM_BITS)}
+        bad += [f"{dma}: CONFIG.{k} {cfg.get(k)!r}, the project's {v} (simple mode, sim/world/pg021.py "
+                f"DMA_MAX_LENGTH, spec.engine.STREAM_BITS)" for k, v in want.items() if cfg.get(k) != v]
     return bad
+
+
+# ---- make check-board-scripts ------------------------------------------------------------------
+FAKE_VIVADO = """#!/bin/sh
+# stands in for Vivado: the script given with -source runs under the vendor-reference mock
+# (zynqflow.sim.world.vivado); written by zynqflow.bench.board_check
+exec {python} -m zynqflow.bench.board_check --as-vivado "$@"
+"""
+MOCK_VERSION = "Vivado mock (zynqflow sim/world/vivado_mock.tcl: the vendor's reference, not Vivado)"
+PYNQ_Z2_BOARD = "tul.com.tw:pynq-z2:part0:1.0"
+
+
+def as_vivado(argv: list[str]) -> int:
+    """``vivado -mode batch ... -source <script> -tclargs <args>`` under the mock. The state
+    (ZQ_MOCK_STATE): ``hdl.txt`` (the wrapper's ports, for ipx::package_project), the packaging
+    run's log (the RTL twin's catalog entry for the block design), one directory per run
+    (ZQ_MOCK_TAG), whose problems are appended to ``problems.txt``."""
+    if "-version" in argv:
+        print(MOCK_VERSION)
+        return 0
+    script = Path(argv[argv.index("-source") + 1])
+    args = argv[argv.index("-tclargs") + 1:] if "-tclargs" in argv else []
+    state = Path(os.environ["ZQ_MOCK_STATE"])
+    run_dir = state / os.environ.get("ZQ_MOCK_TAG", "run") / script.stem
+    env = {k: os.environ[k] for k in ("MOCK_BOARD", "MOCK_WNS", "MOCK_WHS", "MOCK_UTIL") if k in os.environ}
+    env["root"] = Path(os.environ.get("ZQ_MOCK_ROOT", REPO))
+    if script.name == "package_rtl_ip.tcl":
+        r = V.run_mock(run_dir, script, args, MOCK_HDL=str(state / "hdl.txt"), **env)
+        (state / "package.log").write_text(r.log)
+    else:
+        engine = args[4] if len(args) > 4 else "rtl"
+        if engine == "rtl":
+            ips = V.engine_entry("rtl", IpModel((state / "package.log").read_text()), _hdl_ports(state / "hdl.txt"))
+        else:
+            ips = V.engine_entry("hls")
+        r = V.run_mock(run_dir, script, args, extra_ips=ips, MOCK_IPDEF=next(iter(ips)), **env)
+    with open(state / "problems.txt", "a") as f:
+        f.writelines(f"{p}\n" for p in r.problems)
+    sys.stdout.write(r.proc.stdout)
+    sys.stderr.write(r.proc.stderr)
+    return r.returncode
+
+
+def _hdl_ports(hdl_file: Path) -> dict[str, str]:
+    return {f[1]: f[2] for f in (l.split() for l in hdl_file.read_text().splitlines()) if f and f[0] == "port"}
+
+
+@dataclass
+class BoardCheck:
+    """What :func:`check_board_scripts` found: the mock's problems (``script:line: message``) and
+    the checks' (``check: message``), each run's log."""
+
+    problems: list[str] = field(default_factory=list)
+    logs: dict[str, str] = field(default_factory=dict)
+
+
+def check_board_scripts(export_dir: Path, workdir: Path, hdl: tuple[Hdl, Hdl] | None = None,
+                        repo: Path = REPO) -> BoardCheck:
+    """``board/bitstream.sh`` of ``repo`` for ``export_dir`` with the mock for Vivado:
+    ENGINE=rtl (package_rtl_ip.tcl, then pynq_z2.tcl with the RTL twin's IP), ENGINE=hls
+    (pynq_z2.tcl with the Vitis HLS IP), and ENGINE=hls with the PYNQ-Z2 board files installed
+    (the board preset's path); then the checks above on what they built. ``hdl``: the parse of
+    zq_top and of the wrapper (Verilator), when the caller has it."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    out = BoardCheck()
+    wrapper_v = repo / "board" / "ip" / "zq_top_ip.v"
+    if hdl is None:
+        hdl = (parse_hdl("zq_top", rtl_files(), [REPO / "rtl", export_dir], workdir / "hdl-core"),
+               parse_hdl("zq_top_ip", rtl_files(wrapper_v), [REPO / "rtl", export_dir], workdir / "hdl-wrapper"))
+    core, wrapper = hdl
+    state = workdir / "state"
+    state.mkdir(exist_ok=True)
+    (state / "problems.txt").write_text("")
+    mock_hdl_file(wrapper, state / "hdl.txt")
+    bindir = workdir / "bin"
+    bindir.mkdir(exist_ok=True)
+    (bindir / "vivado").write_text(FAKE_VIVADO.format(python=sys.executable))
+    (bindir / "vivado").chmod(0o755)
+    # the Vitis HLS IP bitstream.sh looks for (its catalog entry comes from hls/'s pragmas)
+    hls_ip = workdir / "hls" / "zq_hls" / "solution1" / "impl" / "ip" / "component.xml"
+    hls_ip.parent.mkdir(parents=True, exist_ok=True)
+    hls_ip.write_text("<!-- stands for the Vitis HLS export of hls/ -->\n")
+    runs = [("rtl", "rtl", {}), ("hls", "hls", {}), ("hls-board", "hls", {"MOCK_BOARD": PYNQ_Z2_BOARD})]
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("MOCK_", "ZQ_MOCK_"))}
+    net = json.loads((export_dir / "manifest.json").read_text())["network"]
+    for tag, engine, extra in runs:
+        env = dict(base, PATH=f"{bindir}:{os.environ['PATH']}", EXPORT=str(export_dir), HLS_DIR=str(workdir / "hls"),
+                   RTL_IP_DIR=str(workdir / tag / "rtl_ip"), OUT=str(workdir / tag / "vivado"),
+                   BITSTREAMS=str(workdir / tag / "bitstreams"), ENGINE=engine, ZQ_MOCK_STATE=str(state),
+                   ZQ_MOCK_TAG=tag, ZQ_MOCK_ROOT=str(repo), **extra)
+        r = subprocess.run(["bash", str(repo / "board" / "bitstream.sh"), net], capture_output=True, text=True,
+                           env=env, timeout=300)
+        if r.returncode != 0:
+            said = [l for l in r.stderr.splitlines() if l.startswith("bitstream.sh:")] or r.stderr.splitlines()[-1:]
+            out.problems.append(f"board/bitstream.sh (ENGINE={engine}{', board files' if extra else ''}): exit "
+                                f"{r.returncode}: {' '.join(said)}")
+        for log in sorted((state / tag).glob("*/vivado_mock.log")):
+            out.logs[f"{tag}/{log.parent.name}"] = log.read_text()
+    out.problems += [p for p in (state / "problems.txt").read_text().splitlines() if p]
+    package_log = out.logs.get("rtl/package_rtl_ip", "")
+    if not package_log:
+        out.problems.append("check: board/ip/package_rtl_ip.tcl did not run")
+        return out
+    model = IpModel(package_log)
+    for name, bad in (("pass-through", check_pass_through(wrapper, core)),
+                      ("interfaces", check_interfaces(model, wrapper, core)),
+                      ("parameters", check_parameters(model, wrapper, export_dir)),
+                      ("registers", check_registers(model, wrapper)),
+                      ("files", check_files(model))):
+        out.problems += [f"check {name}: {b}" for b in bad]
+    rtl_entry = V.rtl_ip_entry(model, {p.name: p.direction for p in wrapper.ports.values()})
+    for tag, engine, _ in runs:
+        log = out.logs.get(f"{tag}/pynq_z2")
+        if log is None:
+            out.problems.append(f"check block design ({tag}): board/pynq_z2.tcl did not run")
+            continue
+        entry, vlnv = (rtl_entry, V.RTL_VLNV) if engine == "rtl" else (V.hls_ip_entry(), V.HLS_VLNV)
+        regs = E.REGMAP_RTL if engine == "rtl" else E.REGMAP_HLS
+        bad = check_block_design(BlockDesign.from_log(log), entry, vlnv, max(r.offset + r.footprint for r in regs),
+                                 E.CTRL_SEGMENT_BYTES if engine == "rtl" else None)
+        out.problems += [f"check block design ({tag}): {b}" for b in bad]
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--as-vivado"]:
+        return as_vivado(argv[1:])
+    import argparse
+    import tempfile
+
+    ap = argparse.ArgumentParser(prog="python -m zynqflow.bench.board_check", description=__doc__.split("\n\n")[0])
+    ap.add_argument("export", nargs="?", type=Path, help="an export directory (default: a seeded zynqnet-tiny export)")
+    ap.add_argument("--workdir", type=Path, help="where the runs go (default: a temporary directory)")
+    a = ap.parse_args(argv)
+    if a.export is None:
+        from zynqflow.export import fixtures
+
+        a.export = fixtures.random_export("zynqnet-tiny", seed=0, vectors=16)
+    with tempfile.TemporaryDirectory(prefix="board_check-") as tmp:
+        res = check_board_scripts(Path(a.export), a.workdir or Path(tmp))
+    for p in res.problems:
+        print(p)
+    runs = ", ".join(sorted(res.logs))
+    if res.problems:
+        print(f"check-board-scripts: {len(res.problems)} problem(s) (runs: {runs})", file=sys.stderr)
+        return 1
+    print(f"check-board-scripts: no problems (runs: {runs}; the Vivado mock, not Vivado)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
