@@ -165,7 +165,11 @@ def open_study(name: str, storage, settings: Settings | None, worker_seed: int, 
     while True:
         try:
             study = optuna.load_study(study_name=name, storage=storage)
-            break
+            # the creator sets the settings just after creating the study: a waiting worker that
+            # loads it in between waits for them as for the study
+            if settings is not None or ATTR in study.user_attrs or time.time() > deadline:
+                break
+            time.sleep(0.5)
         except KeyError:
             if settings is not None:
                 study = optuna.create_study(study_name=name, storage=storage, directions=["maximize", "maximize"],

@@ -179,8 +179,8 @@ LUT_LANE = dict(lut=53.8, ff=53.9)
 SPLIT_SAVING = dict(lut=(4851 - 3648) / 128, ff=(4799 - 4519) / 128)
 PATH2 = dict(lut=1247.0, ff=1007.0)
 # lut = a0 + a1 * lanes + a2 * n_pe + a3 * n_ci (+ the LUT RAM of the small RAMs, + LUT lanes, + path 2); ff likewise
-LUT_COEF = (7229.32, 27.11, 230.53, 0.0)
-FF_COEF = (2951.68, 69.0, 217.22, 0.0)
+LUT_COEF = (7229.32, 17.71, 230.53, 0.0)
+FF_COEF = (2951.68, 66.82, 217.22, 0.0)
 
 
 def _linear(coef, e) -> float:
