@@ -163,6 +163,10 @@ CALIBRATION: dict[str, dict] = {
     "dse-t33-pe32ci8": dict(net=_searched("dse-t33", 32, ((32, 16, True), (8, 16, True), (64, 16, True))),
                             input_size=None, n_pe=32, n_ci=8, lut=22330, ff=27083, bram36=32.5, dsp=128,
                             pre27=True),
+    # issue 27's default engine of the full ZynqNet (make synth-estimate NET=zynqnet): 512 lanes, 220 DSP48E1
+    # pairs and 72 LUT lanes, both activation paths, 192 KiB of activation RAM
+    "zynqnet-random0-pe32ci16-lut72": dict(net="zynqnet", input_size=None, n_pe=32, n_ci=16, act_kb=192,
+                                           act_paths=2, lut=37381, ff=47510, bram36=106.0, dsp=220, dsp_pairs=220),
 }
 # What a LUT lane and the second activation path add, each counted by Yosys 0.23 synth_xilinx on the
 # modules alone (the rest of the engine unchanged): zq_mac_array 16 x 8 with DSP_PAIRS 64 (3 648 LUT +
@@ -179,8 +183,8 @@ LUT_LANE = dict(lut=53.8, ff=53.9)
 SPLIT_SAVING = dict(lut=(4851 - 3648) / 128, ff=(4799 - 4519) / 128)
 PATH2 = dict(lut=1247.0, ff=1007.0)
 # lut = a0 + a1 * lanes + a2 * n_pe + a3 * n_ci (+ the LUT RAM of the small RAMs, + LUT lanes, + path 2); ff likewise
-LUT_COEF = (7229.32, 17.71, 230.53, 0.0)
-FF_COEF = (2951.68, 66.82, 217.22, 0.0)
+LUT_COEF = (5911.35, 38.15, 112.35, 0.0)
+FF_COEF = (3259.52, 62.04, 244.82, 0.0)
 
 
 def _linear(coef, e) -> float:

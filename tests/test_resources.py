@@ -15,8 +15,10 @@ from zynqflow.export.resources import (CALIBRATION, FF_COEF, LUT_COEF, calibrati
                                       fit)
 
 # the linear fit's worst error on the calibration runs (relative): Yosys's LUT mapping varies by
-# about +-10 % between networks on the same engine (ABC), flip-flops far less
-TOLERANCE = dict(lut=0.13, ff=0.05)
+# about +-10 % between networks on the same engine (ABC), flip-flops far less. With the 512-lane
+# point of issue 27 (LUT lanes, two paths) the three-coefficient fit is held to it within 3 % and
+# is off by up to 14.8 % LUT (zynqnet-mini on 16 x 8) and 6.2 % FF (8 x 8) on the small engines
+TOLERANCE = dict(lut=0.15, ff=0.07)
 
 
 @pytest.fixture(scope="module")
@@ -108,3 +110,8 @@ def test_lut_lanes_second_path_and_block_design():
     ez, bz = estimate(zn), resources.block_design(zn)
     assert (ez["dsp"], ez["lut_lanes"]) == (220, 72) and ez["bram36"] <= 120
     assert ez["lut"] + bz["lut"] <= 0.80 * 53200
+    # the model at 512 lanes against its Yosys run (make synth-estimate NET=zynqnet)
+    point = resources.CALIBRATION["zynqnet-random0-pe32ci16-lut72"]
+    assert calibration_plan(point).engine.dsp48e1 == zn.engine.dsp48e1 == 220 and point["n_pe"] * point["n_ci"] == zn.engine.lanes
+    assert abs(ez["lut"] / point["lut"] - 1) <= 0.03 and abs(ez["ff"] / point["ff"] - 1) <= 0.03
+    assert ez["bram36"] == point["bram36"] and ez["dsp"] == point["dsp"]

@@ -181,6 +181,10 @@ def test_mismatch_is_named(ref, tmp_path, capsys):
     assert "1 of 6 frames differ" in str(e.value) and "frame 3, logit 7" in str(e.value)
     from zynqflow.bench import rtl_bench
 
+    # the command line's 6 frames: a stratified subset of the test set (issue 26), not its first 6
+    cli_frames = rtl_bench.dataset_frames(ref["ex"], 6, None, None)[0]
+    wrong = rf.golden(ref["ex"], cli_frames)
+    wrong[3, 7] += 1
     np.save(tmp_path / "wrong.npy", wrong)
     rc = rtl_bench.main(["--export", str(ref["ex"]), "--frames", "6", "--workers", "1",
                          "--expected", str(tmp_path / "wrong.npy"), "--out", str(tmp_path / "b.json")])
