@@ -27,7 +27,10 @@ Writes into ``build/bench/``:
                    vs golden, cycles per frame, fps at 100 MHz (RTL simulation),
                    MAC utilization, DRAM bytes and stalls, each layer against the
                    cycle model; the read-latency rows of memory.json, and the
-                   model's 150 MHz projection.
+                   model's 150 MHz projection; the engine's lanes (DSP-packed and
+                   LUT), DSP, LUT, BRAM36 (Yosys estimate when resources.json is
+                   this export's, else modelled) with the block design's LUTs
+                   (estimate), and GOP/s per DSP and per thousand LUTs.
 ``dse.json``       the co-design search's committed Fashion-MNIST design
                    (model/reference/dse/fashion-mnist/) exported for its engine,
                    2 000 test images through the RTL (bit-exact, fps at 100 MHz),
@@ -307,6 +310,7 @@ def bench_zynqnet(out: Path, frames: int = 3, memory_rows: list | None = None) -
     z = {k: r.get(k) for k in keys}
     z.update(input=[256, 256, 3], weights="seeded random (no ImageNet here): speed and bit-exactness figures, not "
              "accuracy", export=str(ex), engine=asdict(plan.engine))
+    z.update(engine_figures(plan, z["fps_at_100mhz"], z["macs_per_frame"]))
     if memory_rows:
         sweep = [dict(read_latency=m["read_latency"], write_latency=m["write_latency"],
                       cycles_per_frame=m["cycles_per_frame"], fps_at_100mhz=m["fps_at_100mhz"],
@@ -318,6 +322,35 @@ def bench_zynqnet(out: Path, frames: int = 3, memory_rows: list | None = None) -
                                       rows=sorted(sweep, key=lambda w: w["read_latency"]))
     (out / "zynqnet.json").write_text(json.dumps(z, indent=2) + "\n")
     return z
+
+
+def engine_figures(plan, fps: float | None, macs: int, resources: Path = Path("build/zynqnet/resources.json")) -> dict:
+    """The engine beside its throughput: lanes (DSP48E1-packed and LUT), DSP, LUT, BRAM36 and the
+    GOP/s per DSP48E1 and per thousand LUTs (2 operations a MAC). Resources from ``resources``
+    (``make synth-estimate``: a Yosys estimate) when it is this export's, else the resource model;
+    the block design's LUTs (an estimate, export.resources.block_design) beside them."""
+    from dataclasses import asdict
+
+    from zynqflow.export.resources import block_design, estimate
+
+    e = plan.engine
+    res, label = None, None
+    if resources.is_file():
+        y = json.loads(resources.read_text())
+        if y.get("engine", {}).get("params") == asdict(plan.engine):
+            res, label = y, "Yosys estimate (make synth-estimate), not a Vivado result"
+    if res is None:
+        res, label = estimate(plan), "modelled (export.resources)"
+    bd = block_design(plan)
+    gops = 2.0 * macs * fps / 1e9 if fps else None
+    return dict(lanes=e.lanes, dsp_lanes=2 * e.dsp48e1, lut_lanes=e.lut_lanes, act_paths=plan.act_paths,
+                dsp=res["dsp"], lut=res["lut"], ff=res["ff"], bram36=res["bram36"], resources_label=label,
+                block_design_lut=bd["lut"], lut_with_block_design=res["lut"] + bd["lut"],
+                lut_fill_xc7z020=round((res["lut"] + bd["lut"]) / 53200, 4),
+                gops_at_100mhz=round(gops, 2) if gops else None,
+                gops_per_dsp=round(gops / res["dsp"], 4) if gops and res["dsp"] else None,
+                gops_per_klut=round(gops / (res["lut"] / 1000), 3) if gops else None,
+                gops_label="RTL-simulated fps x the network's MACs x 2, at 100 MHz; resources as labelled")
 
 
 HLS_NETS = ("zynqnet", "zynqnet-rgb", "zynqnet-mini")
@@ -550,6 +583,13 @@ def main(argv=None) -> int:
         rows += [("zynqnet 256x256: cycles/frame (RTL sim, pynq-z2)", f"{z['cycles_per_frame']['median']:.0f}"),
                  ("zynqnet: fps at 100 MHz, RTL simulation (pynq-z2)", f"{z['fps_at_100mhz']:.1f}"),
                  ("zynqnet: MAC utilization", f"{z['utilization']:.3f}"),
+                 ("zynqnet engine: lanes (DSP / LUT), activation paths",
+                  f"{z['lanes']} ({z['dsp_lanes']} / {z['lut_lanes']}), {z['act_paths']}"),
+                 (f"zynqnet engine: DSP / LUT / BRAM36 ({z['resources_label'].split(' (')[0]})",
+                  f"{z['dsp']} / {z['lut']} / {z['bram36']:g} (+{z['block_design_lut']} LUT block design, estimate: "
+                  f"{100 * z['lut_fill_xc7z020']:.0f} % of the xc7z020)"),
+                 ("zynqnet: GOP/s per DSP, per thousand LUTs (at 100 MHz)",
+                  f"{z['gops_per_dsp']:.3f}, {z['gops_per_klut']:.2f}"),
                  ("zynqnet: DRAM MB/frame (MB/s at 100 MHz)",
                   f"{z['dram_bytes_per_frame'] / 1e6:.2f} ({z['dram_mb_per_s_at_100mhz']:.0f})"),
                  ("zynqnet: worst layer vs cycle model", f"{z['cycles_model']['worst_layer_error_pct']:.2f} %"),

@@ -756,7 +756,8 @@ def main(argv: list[str] | None = None) -> int:
 
         a.export = fixtures.random_export("zynqnet-tiny", seed=0, vectors=16)
     with tempfile.TemporaryDirectory(prefix="board_check-") as tmp:
-        res = check_board_scripts(Path(a.export), a.workdir or Path(tmp))
+        # absolute: bitstream.sh runs Vivado from its output directory (make passes build/<net>/export)
+        res = check_board_scripts(Path(a.export).resolve(), a.workdir or Path(tmp))
     for p in res.problems:
         print(p)
     runs = ", ".join(sorted(res.logs))

@@ -5,7 +5,7 @@
 
 Builds (cached) the fast Verilator model of ``rtl/`` for the export
 (:mod:`zynqflow.sim.harness.rtl_fast`, with a memory preset of the engine specification,
-``pynq-z2`` by default, behind m_axi_wts / m_axi_act), runs the dataset's test images
+``pynq-z2`` by default, behind m_axi_wts / m_axi_act / m_axi_act2), runs the dataset's test images
 (seeded random frames for an export of random weights) through one
 simulator per core and checks every frame against the golden model
 (``zynqflow.spec.golden``), then writes ``build/<net>/rtl_bench.json``
@@ -19,6 +19,8 @@ simulator per core and checks every frame against the golden model
 ``memory_stats``                       the memories' counters: beats waiting for a token bucket, refresh and
                                        random-stall cycles, the shared budget's empty cycles, stream bytes
 ``macs_per_frame``, ``mac_units``      the network's MACs; N_PE * N_CI
+``lanes``, ``dsp``, ``lut_lanes``      the engine's MAC lanes (N_PE * N_CI), DSP48E1 (lane pairs packed two to a
+                                       DSP) and lanes on LUT multipliers; ``act_paths``: activation paths built
 ``first_mismatch``                     frame, logit, RTL and golden values of the first difference
 ``top1``, ``golden_top1``              accuracy of the RTL's and of the golden model's logits
 ``sim_cycles_per_second``              ``per_core`` (simulated cycles / seconds in each C++ loop)
@@ -39,7 +41,7 @@ simulator per core and checks every frame against the golden model
 ``fps_at_100mhz``                      100e6 / frame_period_cycles ("fps at 100 MHz, RTL simulation")
 ``backpressure``                       probability per cycle of an input gap and of output TREADY low
 ``utilization``                        network MACs / (N_PE * N_CI * median cycles_last)
-``dram_bytes_per_frame``               bytes over both AXI4 masters per frame (``dram_rd_bytes_per_frame`` +
+``dram_bytes_per_frame``               bytes over the AXI4 masters per frame (``dram_rd_bytes_per_frame`` +
                                        ``dram_wr_bytes_per_frame``; the RTL's counters, median), and
                                        ``dram_mb_per_s_at_100mhz``; ``dram_stall_cycles`` (median)
 ``cycles_model``                       the cycle model's frame (``spec.cycles``) and its error; ``layers``: per
@@ -355,6 +357,10 @@ def measure(export_dir: Path, frames: int = 0, data: str | None = None, data_dir
         frame_period_cycles=period, fps_at_100mhz=CLOCK_HZ / period if period else None, fps_at_100mhz_label=LABEL,
         latency_us_at_100mhz=float(np.median(cyc)) / (CLOCK_HZ / 1e6) if n_good else None,
         macs_per_frame=macs, mac_units=units,
+        # the engine's lanes: N_PE x N_CI, of which dsp48e1 pairs pack two MACs each and lut_lanes
+        # are exact LUT multipliers; the activation paths it was built with
+        lanes=units, dsp=int(e.get("dsp48e1", units // 2)), dsp48e1=int(e.get("dsp48e1", units // 2)),
+        lut_lanes=int(e.get("lut_lanes", 0)), act_paths=int(e.get("act_paths", 1)),
         utilization=macs / (units * float(np.median(cyc))) if n_good else None,
         backpressure=backpressure, seed=seed,
     )

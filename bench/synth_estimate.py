@@ -6,10 +6,14 @@ Synthesizes ``rtl/`` with the export's ``rtl_params.svh``, writes the netlist
 (``write_json``) and from it ``resources.json`` and, beside it, ``timing.json``:
 
 * ``lut`` (logic LUTs + LUT RAM), ``ff``, ``bram36`` (RAMB36 + RAMB18/2), ``dsp``
-  (DSP48E1), ``fits_xc7z020``;
-* ``dsp_expected``, ``mac_array_intact``: N_PE * N_CI / 2 DSP48E1 for the MAC
-  array, and whether the netlist has them (a synthesis that removed part of
-  the datapath is reported, and the command fails);
+  (DSP48E1), ``fits_xc7z020``; ``lanes``, ``lut_lanes``, ``act_paths`` of the engine;
+* ``block_design``, ``lut_with_block_design``, ``lut_fill_with_block_design``,
+  ``fits_xc7z020_80pct_lut``: what board/pynq_z2.tcl adds around the engine (an
+  estimate, item by item with its source: export.resources.block_design) and the
+  part's LUT fill with it (at most 80 %);
+* ``dsp_expected``, ``mac_array_intact``: the export's DSP48E1 lane pairs (its
+  other lanes are LUT multipliers), and whether the netlist has them (a
+  synthesis that removed part of the datapath is reported, and the command fails);
 * ``dsp_unregistered``: DSP48E1 cells without both their M and P pipeline
   registers (MREG=1 and PREG=1), read from the netlist; the engine's are all
   registered, so this must be 0;
@@ -41,6 +45,7 @@ from zynqflow.sim.rtl.runner import RTL_DIR, RTL_HEADERS, RTL_SOURCES, net_name
 from zynqflow.spec.paths import REPO
 
 XC7Z020 = dict(lut=53200, ff=106400, bram36=140, dsp=220)
+LUT_FILL_MAX = 0.80     # engine + block design: at most 80 % of the LUTs (room for Vivado's placement)
 CLOCK_NS = 10.0
 NETLIST = "netlist.json"   # Yosys write_json after synth_xilinx, in the work folder
 SCRIPT_REV = 2             # the Yosys script of run_yosys (2: write_json, no sta/ltp); part of synth_key
@@ -173,13 +178,24 @@ def estimate(export_dir: Path, out: Path | None = None, timeout: int = 7200, wor
         yosys_seconds=info["seconds"], yosys_cached=info["cached"], network=net, engine=man["engine"],
         export=str(export_dir),
         device="xc7z020", device_limits=XC7Z020, cells=info["cells"],
-        dsp_expected=man["engine"]["n_pe"] * man["engine"]["n_ci"] // 2,
+        dsp_expected=man["engine"].get("dsp48e1", man["engine"]["n_pe"] * man["engine"]["n_ci"] // 2),
+        lanes=man["engine"]["n_pe"] * man["engine"]["n_ci"], lut_lanes=man["engine"].get("lut_lanes", 0),
+        act_paths=man["engine"].get("act_paths", 1),
         dsp_unregistered=sum(1 for d in dsps if not (d["MREG"] and d["PREG"])), dsp_without_mreg=dsp_nom,
         dsp_without_preg=dsp_nop, timing=timing_summary(timing, timing_file),
     )
-    # the MAC array is two lanes per DSP48E1: fewer DSPs means synthesis removed part of the
-    # datapath (e.g. a construct Yosys reads differently from the simulators)
+    # the MAC array is two lanes per DSP48E1 (the export's DSP lane pairs): fewer DSPs means synthesis
+    # removed part of the datapath (e.g. a construct Yosys reads differently from the simulators)
     res["mac_array_intact"] = res["dsp"] >= res["dsp_expected"]
+    # what the block design adds around the engine (an estimate with its sources), and the part's fill
+    from zynqflow.export.exporter import load_plan
+    from zynqflow.export.resources import block_design
+
+    bd = block_design(load_plan(export_dir))
+    res["block_design"] = bd
+    res["lut_with_block_design"] = res["lut"] + bd["lut"]
+    res["lut_fill_with_block_design"] = round(res["lut_with_block_design"] / XC7Z020["lut"], 4)
+    res["fits_xc7z020_80pct_lut"] = res["fits_xc7z020"] and res["lut_fill_with_block_design"] <= LUT_FILL_MAX
     out.write_text(json.dumps(res, indent=2) + "\n")
     return res
 
@@ -200,7 +216,8 @@ def main(argv=None) -> int:
         return 2
     t = r["timing"]
     print(json.dumps({k: r[k] for k in ("lut", "ff", "bram36", "dsp", "dsp_unregistered", "fits_xc7z020",
-                                          "yosys_seconds")}))
+                                          "lut_with_block_design", "lut_fill_with_block_design",
+                                          "fits_xc7z020_80pct_lut", "yosys_seconds")}))
     if not r["mac_array_intact"]:
         print(f"synth_estimate: only {r['dsp']} DSP48E1 for a MAC array of {r['dsp_expected']}: Yosys removed part "
               "of the datapath", file=sys.stderr)

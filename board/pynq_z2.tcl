@@ -16,7 +16,7 @@
 #
 # Both engines are wired identically: the same cell name (zq_top_0), interfaces
 # (s_axi_control, m_axi_wts, m_axi_act, s_axis_in, m_axis_out), pins (ap_clk, ap_rst_n,
-# interrupt), HP ports, SmartConnects, DMA, interrupt controller and address map. Only
+# interrupt), HP ports, protocol converters, DMA, interrupt controller and address map. Only
 # the names of the engine's address spaces differ, and each is mapped by its own:
 # Vitis HLS names them Data_m_axi_wts / Data_m_axi_act, the IP packager after the
 # interfaces, m_axi_wts / m_axi_act.
@@ -27,11 +27,13 @@
 #     M_AXI_GP0 -> ctrl_ic (AXI interconnect) -> zq_top_0/s_axi_control  (0x4000_0000, 64 KiB)
 #                                             -> axi_dma_0/S_AXI_LITE    (0x4040_0000)
 #                                             -> axi_intc_0/s_axi        (0x4180_0000)
-#   zq_top_0's AXI4 masters (64-bit), each through its own SmartConnect (AXI4 -> AXI3) to a PS7
-#   high-performance port in 64-bit mode, on different DDR controller ports:
-#     m_axi_wts (the weight image)        -> wts_sc -> ps7/S_AXI_HP0
-#     m_axi_act (the activation scratch)  -> act_sc -> ps7/S_AXI_HP2
-#     both see the DDR at 0x0000_0000, 512 MiB (the engine's window: spec.engine.DDR_WINDOW_BYTES)
+#   zq_top_0's AXI4 masters (64-bit), each through its own AXI protocol converter (AXI4 -> AXI3,
+#   TRANSLATION_MODE 0: the engines' bursts never exceed 16 beats, so no splitting logic; PG059) to
+#   a PS7 high-performance port in 64-bit mode:
+#     m_axi_wts (the weight image; path 2's DDR-tensor writes)   -> wts_pc  -> ps7/S_AXI_HP0
+#     m_axi_act (the activation scratch: path 1, reads, writes)  -> act_pc  -> ps7/S_AXI_HP2
+#     m_axi_act2 (RTL twin only: path 2's DDR-tensor reads)      -> act2_pc -> ps7/S_AXI_HP3
+#     all see the DDR at 0x0000_0000, 512 MiB (the engine's window: spec.engine.DDR_WINDOW_BYTES)
 #   axi_dma_0 (simple mode, no scatter-gather, 32-bit streams, 23-bit length)
 #     M_AXIS_MM2S -> zq_top_0/s_axis_in      zq_top_0/m_axis_out -> S_AXIS_S2MM
 #     M_AXI_MM2S, M_AXI_S2MM -> mem_sc (SmartConnect) -> ps7/S_AXI_HP1 (DDR)
@@ -72,11 +74,14 @@ set bd      zq_bd
 # the engine specification (generated from spec/engine.py): the clock, the DDR window, the register maps
 source [file join [file dirname [file normalize [info script]]] zq_spec.tcl]
 set fclk_mhz $zq_spec(clock_mhz)
-# each engine's address spaces of m_axi_wts / m_axi_act, by the names its IP gives them
+# each engine's address spaces of its DDR masters, by the names its IP gives them (the RTL twin's
+# second activation path reads through m_axi_act2; the HLS engine has no such master yet)
 array set zq_spaces {
     hls {wts Data_m_axi_wts act Data_m_axi_act}
-    rtl {wts m_axi_wts act m_axi_act}
+    rtl {wts m_axi_wts act m_axi_act act2 m_axi_act2}
 }
+# the engine's masters and the PS7 high-performance ports they reach
+array set zq_hp {wts HP0 act HP2 act2 HP3}
 # the control registers: one 64 KiB segment (the address block "Reg" of both IPs)
 set zq_ctrl_base  0x40000000
 set zq_ctrl_bytes $zq_spec(ctrl_segment_bytes)
@@ -228,6 +233,10 @@ set_property -dict [list \
     CONFIG.PCW_USE_FABRIC_INTERRUPT {1} \
     CONFIG.PCW_IRQ_F2P_INTR {1} \
 ] $ps7
+if {[dict exists $zq_spaces($engine) act2]} {
+    # the RTL twin's second activation path reads through HP3 (HP2 and HP3 share a DDR controller port)
+    set_property -dict [list CONFIG.PCW_USE_S_AXI_HP3 {1} CONFIG.PCW_S_AXI_HP3_DATA_WIDTH {64}] $ps7
+}
 
 set clk  [get_bd_pins ps7/FCLK_CLK0]
 set rst  [create_bd_cell -type ip -vlnv xilinx.com:ip:proc_sys_reset:5.0 rst_fclk0]
@@ -263,14 +272,23 @@ connect_bd_intf_net [get_bd_intf_pins ps7/M_AXI_GP0] [get_bd_intf_pins ctrl_ic/S
 connect_bd_intf_net [get_bd_intf_pins ctrl_ic/M00_AXI] [get_bd_intf_pins zq_top_0/s_axi_control]
 connect_bd_intf_net [get_bd_intf_pins ctrl_ic/M01_AXI] [get_bd_intf_pins axi_dma_0/S_AXI_LITE]
 
-# the engine's DDR masters: m_axi_wts -> HP0, m_axi_act -> HP2 (HP0/HP1 and HP2/HP3 share a DDR
-# controller port each: weights and activations do not queue behind each other), each through a
-# SmartConnect (the HP ports are AXI3; the engine's bursts are at most 16 beats, spec.engine)
-foreach {port sc hp} {wts wts_sc HP0 act act_sc HP2} {
-    create_bd_cell -type ip -vlnv xilinx.com:ip:smartconnect:1.0 $sc
-    set_property -dict [list CONFIG.NUM_SI {1} CONFIG.NUM_MI {1}] [get_bd_cells $sc]
-    connect_bd_intf_net [get_bd_intf_pins zq_top_0/m_axi_$port] [get_bd_intf_pins $sc/S00_AXI]
-    connect_bd_intf_net [get_bd_intf_pins $sc/M00_AXI] [get_bd_intf_pins ps7/S_AXI_$hp]
+# the engine's DDR masters: m_axi_wts -> HP0, m_axi_act -> HP2, and the RTL twin's m_axi_act2 -> HP3
+# (HP0/HP1 and HP2/HP3 share a DDR controller port each: weights and activations do not queue
+# behind each other), each through an AXI protocol converter: the HP ports are AXI3, and the
+# engines' bursts are at most 16 beats (spec.engine's AXI_BURST_BEATS; the HLS pragmas'
+# max_*_burst_length=16), so TRANSLATION_MODE 0 ("unprotected", PG059) leaves out the splitting
+# logic: a converter far lighter than a SmartConnect (the protocols propagate from the interfaces)
+set zq_ports [dict keys $zq_spaces($engine)]
+foreach port $zq_ports {
+    set pc ${port}_pc
+    set hp $zq_hp($port)
+    create_bd_cell -type ip -vlnv xilinx.com:ip:axi_protocol_converter:2.1 $pc
+    set_property -dict [list CONFIG.TRANSLATION_MODE {0}] [get_bd_cells $pc]
+    connect_bd_intf_net [get_bd_intf_pins zq_top_0/m_axi_$port] [get_bd_intf_pins $pc/S_AXI]
+    connect_bd_intf_net [get_bd_intf_pins $pc/M_AXI] [get_bd_intf_pins ps7/S_AXI_$hp]
+    connect_bd_net $clk [get_bd_pins ps7/S_AXI_${hp}_ACLK]
+    connect_bd_net $clk [get_bd_pins $pc/aclk]
+    connect_bd_net $aresetn [get_bd_pins $pc/aresetn]
 }
 
 # data: DMA masters -> SmartConnect -> HP1
@@ -293,24 +311,25 @@ connect_bd_net [get_bd_pins irq_concat/dout] [get_bd_pins axi_intc_0/intr]
 connect_bd_net [get_bd_pins axi_intc_0/irq] [get_bd_pins ps7/IRQ_F2P]
 
 # clocks and resets
-foreach p {ps7/M_AXI_GP0_ACLK ps7/S_AXI_HP0_ACLK ps7/S_AXI_HP1_ACLK ps7/S_AXI_HP2_ACLK zq_top_0/ap_clk
+foreach p {ps7/M_AXI_GP0_ACLK ps7/S_AXI_HP1_ACLK zq_top_0/ap_clk
            axi_dma_0/s_axi_lite_aclk axi_dma_0/m_axi_mm2s_aclk axi_dma_0/m_axi_s2mm_aclk mem_sc/aclk
-           wts_sc/aclk act_sc/aclk axi_intc_0/s_axi_aclk
+           axi_intc_0/s_axi_aclk
            ctrl_ic/ACLK ctrl_ic/S00_ACLK ctrl_ic/M00_ACLK ctrl_ic/M01_ACLK ctrl_ic/M02_ACLK} {
     connect_bd_net $clk [get_bd_pins $p]
 }
-foreach p {zq_top_0/ap_rst_n axi_dma_0/axi_resetn mem_sc/aresetn wts_sc/aresetn act_sc/aresetn
+foreach p {zq_top_0/ap_rst_n axi_dma_0/axi_resetn mem_sc/aresetn
            axi_intc_0/s_axi_aresetn ctrl_ic/S00_ARESETN ctrl_ic/M00_ARESETN ctrl_ic/M01_ARESETN ctrl_ic/M02_ARESETN} {
     connect_bd_net $aresetn [get_bd_pins $p]
 }
 connect_bd_net [get_bd_pins rst_fclk0/interconnect_aresetn] [get_bd_pins ctrl_ic/ARESETN]
 
-# addresses: the DDR (0x0000_0000, 512 MiB: the PYNQ-Z2's, and the engine's window) in both of the
-# engine's address spaces, each by the name the engine's IP gives it; the accelerator's registers
+# addresses: the DDR (0x0000_0000, 512 MiB: the PYNQ-Z2's, and the engine's window) in every one of
+# the engine's address spaces, each by the name the engine's IP gives it; the accelerator's registers
 # (its address block "Reg" on s_axi_control), the DMA's and the interrupt controller's in GP0 (the
 # controller where base.tcl puts it), all of DDR for the DMA
 set ddr_range "[expr {$zq_spec(ddr_window_bytes) >> 20}]M"
-foreach {port hp} {wts HP0 act HP2} {
+foreach port $zq_ports {
+    set hp $zq_hp($port)
     set space [dict get $zq_spaces($engine) $port]
     assign_bd_address -offset 0x00000000 -range $ddr_range -target_address_space \
         [get_bd_addr_spaces zq_top_0/$space] [get_bd_addr_segs ps7/S_AXI_$hp/${hp}_DDR_LOWOCM] -force

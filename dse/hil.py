@@ -76,18 +76,20 @@ def measure_resources(export_dir: Path, out: Path) -> dict:
         r = dict(summarize(info["cells"]), yosys_seconds=info["seconds"], cells=info["cells"], key=key)
         cached.write_text(json.dumps(r, indent=2) + "\n")
     man = json.loads((export_dir / "manifest.json").read_text())
-    lanes = man["engine"]["n_pe"] * man["engine"]["n_ci"]
-    if r["dsp"] < lanes // 2:
-        raise RuntimeError(f"Yosys kept {r['dsp']} DSP48E1 of the MAC array's {lanes // 2}: part of the datapath "
+    e = man["engine"]
+    want = e.get("dsp48e1", e["n_pe"] * e["n_ci"] // 2)
+    if r["dsp"] < want:
+        raise RuntimeError(f"Yosys kept {r['dsp']} DSP48E1 of the MAC array's {want}: part of the datapath "
                            f"was removed in synthesis (see {out / 'synth_yosys'})")
     return dict({k: r[k] for k in hw_model.RESOURCES},
                 tool="Yosys estimate (synth_xilinx -family xc7, bench/synth_estimate.py), not a Vivado result")
 
 
-def export_design(ckpt: Path, n_pe: int, n_ci: int, out_dir: Path, frames_hwc) -> Path:
-    from zynqflow.export.exporter import EngineParams, export, load_checkpoint_qnet
+def export_design(ckpt: Path, n_pe: int, n_ci: int, out_dir: Path, frames_hwc, part: str = "xc7z020",
+                  act_paths: int = 2) -> Path:
+    from zynqflow.export.exporter import export, load_checkpoint_qnet
 
-    export(load_checkpoint_qnet(ckpt), out_dir, frames_hwc, EngineParams(n_pe, n_ci))
+    export(load_checkpoint_qnet(ckpt), out_dir, frames_hwc, hw_model.engine_params(n_pe, n_ci, part, "rtl", act_paths))
     return out_dir
 
 
@@ -123,7 +125,7 @@ def current_model(r: dict, settings: Settings, clock: float) -> dict:
     e = r["engine"]
     try:
         hw = hw_model.evaluate(NetConfig.from_dict(r["net"]), e["n_pe"], e["n_ci"], settings.part, clock,
-                               engine=getattr(settings, "engine", "rtl"))
+                               engine=getattr(settings, "engine", "rtl"), act_paths=e.get("act_paths", 1))
     except (KeyError, TypeError, ValueError):
         return dict(r["resources"], fps=r["fps"], cycles_per_frame=r["cycles_per_frame"], model=r["model"])
     return dict({k: hw[k] for k in hw_model.RESOURCES}, fps=hw["fps"], cycles_per_frame=hw["cycles_per_frame"],
@@ -151,7 +153,8 @@ def hil_one(r: dict, settings: Settings, out: Path, frames: int = 4, data_dir: s
         e = r["engine"]
         test = load_dataset(settings.data, data_dir, settings.space_obj.input_size).test
         with _to_log(log):
-            ex = export_design(ckpt, e["n_pe"], e["n_ci"], hd / "export", test.subset(frames).hwc())
+            ex = export_design(ckpt, e["n_pe"], e["n_ci"], hd / "export", test.subset(frames).hwc(), settings.part,
+                               e.get("act_paths", 1))
             rtl = measure_rtl(ex, frames, hd, hw_model.get_part(settings.part).memory)
             syn = measure_resources(ex, hd)
     except Exception as exc:  # noqa: BLE001 - one design's failure is reported, the others still run

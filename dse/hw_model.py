@@ -15,8 +15,9 @@ Everything in :mod:`zynqflow.dse` reaches the models through :func:`evaluate`
   for the ZCU104, whose 64-bit DDR4 is ten times the engine's demand); at
   another clock the memory's latencies, refresh and bytes per cycle are scaled
   to the same nanoseconds and bytes per second (``spec.cycles.scale_memory``);
-* resources: ``zynqflow.export.resources.estimate`` (DSP from the MAC lanes,
-  block RAM from the plan's RAMs, LUT/FF fitted to Yosys runs of the RTL).
+* resources: ``zynqflow.export.resources.estimate`` (DSP from the lane pairs packed
+  into DSP48E1, the other lanes on LUT multipliers; block RAM from the plan's RAMs,
+  LUT/FF fitted to Yosys runs of the RTL).
 
 ``engine`` picks the variant of the engine the search targets (``ENGINES``): ``rtl``, the
 SystemVerilog twin (the models above), or ``hls``, the Vitis HLS engine (cycles from
@@ -31,7 +32,7 @@ from dataclasses import asdict, dataclass
 from zynqflow.spec.topology import NetConfig
 
 MODEL = "spec.cycles event model (DRAM time included; within 3 % of the RTL per layer) + export.resources " \
-        "(DSP = lanes/2, BRAM from the plan's RAMs, LUT/FF fitted to Yosys)"
+        "(DSP = lane pairs on DSP48E1, the rest LUT lanes; BRAM from the plan's RAMs, LUT/FF fitted to Yosys)"
 MODEL_HLS = "spec.cycles_hls model of the HLS engine's overlapped schedule (Vitis depths estimated) + " \
             "export.resources hls variant (BRAM from the pragmas' memories; LUT/FF estimated)"
 ENGINES = ("rtl", "hls")
@@ -71,17 +72,31 @@ def get_part(name: str) -> Part:
     return PARTS[key]
 
 
+def engine_params(n_pe: int, n_ci: int, part: str = "xc7z020", engine: str = "rtl", act_paths: int = 2):
+    """The EngineParams of an ``n_pe`` x ``n_ci`` engine in ``part``: the RTL twin packs as many lane
+    pairs into DSP48E1 as the part has and puts the rest on exact LUT multipliers, with
+    ``act_paths`` activation paths; the HLS engine (one path, every lane pair on a DSP48E1 until its
+    port of issue 27's lanes) as hls/ builds it today."""
+    from zynqflow.export.plan import EngineParams
+
+    pairs = n_pe * n_ci // 2
+    if engine == "hls":
+        return EngineParams(n_pe, n_ci, dsp_pairs=pairs, act_paths=1)
+    return EngineParams(n_pe, n_ci, dsp_pairs=min(pairs, get_part(part).dsp), act_paths=act_paths)
+
+
 def evaluate(cfg: NetConfig, n_pe: int, n_ci: int, part: str = "xc7z020", clock_mhz: float | None = None,
-             engine: str = "rtl") -> dict:
+             engine: str = "rtl", act_paths: int = 2) -> dict:
     """Predicted cycles/frame, frames/s and resources of ``cfg`` on an ``n_pe`` x ``n_ci`` engine
-    in ``part``, for the engine variant ``engine`` (``rtl`` or ``hls``).
+    in ``part``, for the engine variant ``engine`` (``rtl`` or ``hls``; :func:`engine_params`: the
+    RTL twin's lanes beyond the part's DSP48E1 on LUT multipliers, ``act_paths`` activation paths).
 
     Returns ``cycles_per_frame`` (int, the frame period back to back), ``fps`` (at ``clock_mhz``,
     default the part's board clock), ``clock_mhz``, ``dsp``, ``bram36``, ``lut``, ``ff`` (numbers,
     comparable with ``bench.synth_estimate``), ``model`` (which models produced them) and
     ``detail`` (per-layer bounds, RAMs). A design the planner cannot lay out has ``plan_error``
     (and counts as infeasible in :func:`violations`)."""
-    from zynqflow.export.plan import EngineParams, ExportError, plan_layout
+    from zynqflow.export.plan import ExportError, plan_layout
     from zynqflow.export.resources import estimate
     from zynqflow.spec.cycles import predict, scale_memory
     from zynqflow.spec.cycles_hls import predict_hls
@@ -91,7 +106,7 @@ def evaluate(cfg: NetConfig, n_pe: int, n_ci: int, part: str = "xc7z020", clock_
     model = MODEL_HLS if engine == "hls" else MODEL
     p = get_part(part)
     clock = float(clock_mhz or p.clock_mhz)
-    eng = EngineParams(n_pe, n_ci)
+    eng = engine_params(n_pe, n_ci, part, engine, act_paths)
     try:
         eng.check()
     except ExportError as e:
@@ -99,8 +114,9 @@ def evaluate(cfg: NetConfig, n_pe: int, n_ci: int, part: str = "xc7z020", clock_
     try:
         plan = plan_layout(cfg, eng)
     except ExportError as e:
-        return dict(cycles_per_frame=0, fps=0.0, clock_mhz=clock, dsp=n_pe * n_ci // 2, bram36=0.0, lut=0, ff=0,
-                    model=model, plan_error=str(e), detail=dict(mac_units=n_pe * n_ci, part=asdict(p)))
+        return dict(cycles_per_frame=0, fps=0.0, clock_mhz=clock, dsp=eng.dsp48e1, bram36=0.0, lut=0, ff=0,
+                    model=model, plan_error=str(e), detail=dict(mac_units=n_pe * n_ci, lut_lanes=eng.lut_lanes,
+                                                                act_paths=eng.act_paths, part=asdict(p)))
     mem = scale_memory(p.memory, clock)
     pred = (predict_hls(plan, memory=mem, clock_mhz=clock) if engine == "hls"
             else predict(plan, memory=mem, clock_mhz=clock))
@@ -114,7 +130,8 @@ def evaluate(cfg: NetConfig, n_pe: int, n_ci: int, part: str = "xc7z020", clock_
         dsp=res["dsp"], bram36=res["bram36"], lut=res["lut"], ff=res["ff"], model=model, engine=engine,
         detail=dict(utilization=fr["utilization"], cycles_by_bound=bounds, dram_bytes_per_frame=fr["dram_rd_bytes"] +
                     fr["dram_wr_bytes"], weight_cache=plan.weight_cache, ddr_tensors=plan.ddr_tensors,
-                    rams=res["rams"], mac_units=n_pe * n_ci, part=asdict(p), memory=p.memory),
+                    rams=res["rams"], mac_units=n_pe * n_ci, lut_lanes=eng.lut_lanes, act_paths=plan.act_paths,
+                    part=asdict(p), memory=p.memory),
     )
 
 

@@ -6,8 +6,11 @@ One trial samples, define-by-run (Optuna), in this order:
   allows (powers of two, N_PE even and a multiple of N_CI, N_CI >= 4) whose
   network-independent resources fit the target part (evaluated with the
   hardware model on the smallest network of the space, so an engine that
-  cannot fit with any network is never sampled); ``clock_mhz`` when the
-  hardware model offers several clock targets;
+  cannot fit with any network is never sampled); lanes beyond two per DSP48E1
+  of the part are exact LUT multipliers (``hw_model.engine_params``), so an
+  engine bigger than the part's DSP48E1 is in the space while its LUTs fit;
+  ``act_paths`` (one or two activation paths to the DDR tensors); ``clock_mhz``
+  when the hardware model offers several clock targets;
 * the stem width ``stem`` (3x3 stride-2 conv: 32x32 -> 16x16);
 * the number of fire modules ``n_fires`` and, per fire ``i``: ``f<i>_down``
   (a stride-2 3x3 squeeze; only offered while the map is larger than
@@ -48,6 +51,7 @@ class Space:
     n_ci: tuple[int, ...] = (4, 8, 16)
     min_map: int = 2                                # no downsampling below this map size
     engines: tuple[str, ...] = field(default=())    # restrict to these "PExCI" engines (empty: all)
+    act_paths: tuple[int, ...] = (1, 2)             # activation paths to the DDR tensors
 
     def check(self) -> None:
         """Raise ValueError naming the field that makes the space unusable."""
@@ -146,7 +150,8 @@ def feasible_engines(space: Space, part: str, in_channels: int, engine: str = "r
     variant ``engine``: rtl or hls)."""
     small = space.smallest(in_channels)
     ok = [f"{pe}x{ci}" for pe, ci in space.engine_pairs()
-          if max(hw_model.violations(hw_model.evaluate(small, pe, ci, part, engine=engine), part).values()) <= 0]
+          if max(hw_model.violations(hw_model.evaluate(small, pe, ci, part, engine=engine, act_paths=1),
+                                     part).values()) <= 0]
     if not ok:
         raise ValueError(f"no engine of space '{space.name}' ({space.engine_pairs()}) fits {part}")
     return ok
@@ -161,6 +166,7 @@ class Design:
     n_pe: int
     n_ci: int
     clock_mhz: float | None
+    act_paths: int = 2
 
 
 def n_params(cfg: NetConfig) -> int:
@@ -182,6 +188,12 @@ def sample(trial, space: Space, part: str, in_channels: int, name: str,
     n_pe, n_ci = parse_engine(trial.suggest_categorical("engine", engines))
     clock = trial.suggest_categorical("clock_mhz", list(hw_model.CLOCKS_MHZ)) if len(hw_model.CLOCKS_MHZ) > 1 \
         else None
+    paths = tuple(space.act_paths) if engine == "rtl" else (1,)
+    recorded = trial.params if type(trial).__name__ == "FixedTrial" else None
+    if recorded is not None and "act_paths" not in recorded:
+        act_paths = 1                                 # a trial recorded before the second path
+    else:
+        act_paths = int(trial.suggest_categorical("act_paths", list(paths))) if len(paths) > 1 else paths[0]
 
     def pow2(param: str, vals: tuple[int, ...]) -> int:
         r = _log2_range(vals)
@@ -204,4 +216,4 @@ def sample(trial, space: Space, part: str, in_channels: int, name: str,
         net["class_names"] = list(class_names)
     cfg = NetConfig.from_dict(net)
     check_rules(cfg)
-    return Design(cfg, net, n_pe, n_ci, clock)
+    return Design(cfg, net, n_pe, n_ci, clock, act_paths)

@@ -165,7 +165,11 @@ def open_study(name: str, storage, settings: Settings | None, worker_seed: int, 
     while True:
         try:
             study = optuna.load_study(study_name=name, storage=storage)
-            break
+            # the creator sets the settings just after creating the study: a waiting worker that
+            # loads it in between waits for them as for the study
+            if settings is not None or ATTR in study.user_attrs or time.time() > deadline:
+                break
+            time.sleep(0.5)
         except KeyError:
             if settings is not None:
                 study = optuna.create_study(study_name=name, storage=storage, directions=["maximize", "maximize"],
@@ -228,11 +232,13 @@ def write_net(design: Design, path: Path) -> Path:
 def hw_record(design: Design, part: str, min_fps: float = 0.0, engine: str = "rtl") -> dict:
     """The models' predictions for a design, its constraint values (feasible when all <= 0:
     the part's resources, and ``min_fps`` when given) and its parameter count."""
-    hw = hw_model.evaluate(design.cfg, design.n_pe, design.n_ci, part, design.clock_mhz, engine=engine)
+    hw = hw_model.evaluate(design.cfg, design.n_pe, design.n_ci, part, design.clock_mhz, engine=engine,
+                           act_paths=design.act_paths)
     viol = hw_model.violations(hw, part)
     if min_fps:
         viol["fps"] = min_fps / hw["fps"] - 1.0
-    return dict(hw, n_pe=design.n_pe, n_ci=design.n_ci, part=part, constraints=viol,
+    return dict(hw, n_pe=design.n_pe, n_ci=design.n_ci, act_paths=design.act_paths,
+                lut_lanes=hw["detail"].get("lut_lanes", 0), part=part, constraints=viol,
                 feasible=max(viol.values()) <= 0,
                 params=n_params(design.cfg))
 

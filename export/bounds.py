@@ -21,7 +21,7 @@ from pathlib import Path
 from zynqflow.spec import engine as E
 from zynqflow.spec.cycles import BOUND_PRESETS, bound_table
 
-from .plan import EngineParams, ExportError, default_engine, plan_layout
+from .plan import ExportError, engine_from_args, plan_layout
 
 
 def main(argv=None) -> int:
@@ -40,8 +40,7 @@ def main(argv=None) -> int:
         memories = [m.strip() for m in a.memory.split(",") if m.strip()]
         for m in memories:
             E.memory_preset(m)                       # an unknown name fails here, naming the presets
-        d = default_engine(cfg)
-        engine = EngineParams(a.n_pe or d.n_pe, a.n_ci or d.n_ci)
+        engine = engine_from_args(cfg, a.n_pe, a.n_ci)
         plan = plan_layout(cfg, engine)
     except (ExportError, ValueError, OSError) as e:
         print(f"bounds: {e}", file=sys.stderr)

@@ -45,7 +45,7 @@ from zynqflow.spec.qnet import QNet
 from zynqflow.spec.recipes import default_recipe
 from zynqflow.spec.topology import DesignRuleError, check_rules
 
-from .plan import EngineParams, ExportError, HwPlan, default_engine, plan_hardware
+from .plan import EngineParams, ExportError, HwPlan, default_engine, engine_from_args, plan_hardware
 
 FORMAT_VERSION = 2
 
@@ -108,7 +108,8 @@ def build_constants(plan: HwPlan) -> dict[str, int]:
     rtl_params.svh carry exactly these)."""
     cfg, e, st = plan.cfg, plan.engine, plan.stem
     return dict(
-        N_PE=e.n_pe, N_CI=e.n_ci, N_LAYERS=plan.n_layers, ACT_ROWS=plan.act_rows,
+        N_PE=e.n_pe, N_CI=e.n_ci, DSP_PAIRS=e.dsp48e1, ACT_PATHS=plan.act_paths, N_LAYERS=plan.n_layers,
+        ACT_ROWS=plan.act_rows,
         WR_W=plan.wring_words.bit_length() - 1, WBUF_DEPTH=plan.wbuf_depth, WEIGHT_CACHE=int(plan.weight_cache),
         IMAGE_WORDS=plan.image_words, HEADER_BYTES=plan.header_bytes, IMAGE_BYTES=plan.image_bytes,
         SCRATCH_BYTES=plan.scratch_bytes,
@@ -197,7 +198,8 @@ def manifest(qnet: QNet, plan: HwPlan, n_vectors: int, dataset_info: dict | None
         preprocess=info.get("recipe") or default_recipe(qnet.dataset, (h, w, c)),
         dataset_source={k: info.get(k) for k in ("path", "split", "skip_bad")} if info.get("path") else None,
         class_names=list(qnet.class_names) or [f"class{i}" for i in range(cfg.num_classes)],
-        engine=dict(n_pe=e.n_pe, n_ci=e.n_ci, mac_units=e.n_pe * e.n_ci, dsp48e1=e.n_pe * e.n_ci // 2,
+        engine=dict(n_pe=e.n_pe, n_ci=e.n_ci, mac_units=e.n_pe * e.n_ci, dsp48e1=e.dsp48e1, lut_lanes=e.lut_lanes,
+                    act_paths=plan.act_paths,
                     params=asdict(e),
                     build_params=k["BUILD_PARAMS"], engine_info_hls=k["ENGINE_INFO_HLS"],
                     engine_info_rtl=k["ENGINE_INFO"], act_rows=plan.act_rows, act_bytes=plan.act_bytes(),
@@ -205,7 +207,8 @@ def manifest(qnet: QNet, plan: HwPlan, n_vectors: int, dataset_info: dict | None
                     word_bytes=e.word_bytes),
         memory=dict(weight_image_bytes=plan.image_bytes, weight_words=plan.image_words,
                     header_bytes=plan.header_bytes, scratch_bytes=plan.scratch_bytes,
-                    ddr_tensors={t.name: dict(offset=t.ddr_off, channels=t.channels, size=t.size)
+                    ddr_tensors={t.name: dict(offset=t.ddr_off, channels=t.channels, size=t.size,
+                                              write_paths=t.wr_path, read_paths=t.rd_path)
                                  for t in plan.tensors.values() if t.place == "ddr"},
                     address_align=E.ADDR_ALIGN, ddr_window_bytes=E.DDR_WINDOW_BYTES),
         layers=[dict(name=l.name, src=l.src, dst=l.dst, k=ql.k, stride=ql.stride, cin=ql.cin, cout=ql.cout,
@@ -380,16 +383,22 @@ def exporter_parser() -> argparse.ArgumentParser:
     p.add_argument("--n-pe", type=int, default=None, help="output channels in parallel (default: "
                                                           "export.plan.default_engine of the network)")
     p.add_argument("--n-ci", type=int, default=None, help="input channels per MAC lane group")
-    p.add_argument("--act-kb", type=int, default=EngineParams.act_kb, help="on-chip activation RAM budget (KiB)")
-    p.add_argument("--wcache-kb", type=int, default=EngineParams.wcache_kb,
-                   help="largest weight image kept on chip (KiB)")
+    p.add_argument("--act-kb", type=int, default=None, help="on-chip activation RAM budget (KiB; default: the "
+                                                            "default engine's, or 320 with --n-pe/--n-ci)")
+    p.add_argument("--wcache-kb", type=int, default=None, help="largest weight image kept on chip (KiB, default "
+                                                               f"{EngineParams.wcache_kb})")
+    p.add_argument("--dsp-pairs", type=int, default=None,
+                   help="MAC lane pairs on DSP48E1, the rest on LUT multipliers (default: as many as the xc7z020 "
+                        "allows)")
+    p.add_argument("--act-paths", type=int, default=None, choices=(1, 2),
+                   help="activation paths to the DDR tensors (default 2: m_axi_act, and m_axi_act2 / m_axi_wts)")
     return p
 
 
 def export_args(a: argparse.Namespace) -> dict:
     """The exporter's options that shape an export (recorded in export_inputs.json)."""
     return dict(vectors=a.vectors, data_dir=a.data_dir, n_pe=a.n_pe, n_ci=a.n_ci, act_kb=a.act_kb,
-                wcache_kb=a.wcache_kb)
+                wcache_kb=a.wcache_kb, dsp_pairs=a.dsp_pairs, act_paths=a.act_paths)
 
 
 def main(argv=None) -> int:
@@ -417,8 +426,8 @@ def main(argv=None) -> int:
                   "calibrated on random frames; the figures it gives are for speed and bit-exactness, "
                   "not accuracy", file=sys.stderr)
         out = Path(a.out or f"build/{qnet.name}/export")
-        d = default_engine(qnet.cfg)
-        engine = EngineParams(a.n_pe or d.n_pe, a.n_ci or d.n_ci, act_kb=a.act_kb, wcache_kb=a.wcache_kb)
+        engine = engine_from_args(qnet.cfg, a.n_pe, a.n_ci, act_kb=a.act_kb, wcache_kb=a.wcache_kb,
+                                  dsp_pairs=a.dsp_pairs, act_paths=a.act_paths)
         inputs = export_inputs(a.ckpt, a.net, a.random_weights, args)
         man = export(qnet, out, frames, engine, weights_source=source, dataset_info=info, inputs=inputs)
     except (ExportError, DesignRuleError, ValueError, OSError) as e:

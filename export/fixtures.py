@@ -20,7 +20,7 @@ from .plan import EngineParams
 
 EXPORT_ROOT = REPO / "build" / "sim" / "exports"
 REFERENCE_CKPT = REPO / "model" / "reference" / "zynqnet-mini" / "fashion-mnist" / "checkpoint.pt"
-FORMAT = 10  # bump to invalidate cached exports (9: the RTL's 5-stage requantizer, issue 24; 10: GAP rounding modes, issue 26)
+FORMAT = 11  # bump to invalidate cached exports (9: the RTL's 5-stage requantizer, issue 24; 10: GAP rounding modes, issue 26; 11: LUT lanes and two activation paths, issue 27)
 
 
 def _fresh(out: Path, stamp: dict) -> bool:
@@ -60,15 +60,18 @@ def _export_random(cfg, out: Path, seed: int, vectors: int, engine: EngineParams
 
 
 def random_export(name: str, seed: int = 0, vectors: int = 16, n_pe: int = 16, n_ci: int = 8,
-                  input_size: int | None = None, act_kb: int | None = None, wcache_kb: int | None = None) -> Path:
+                  input_size: int | None = None, act_kb: int | None = None, wcache_kb: int | None = None,
+                  dsp_pairs: int | None = None, act_paths: int | None = None) -> Path:
     """A calibrated random-weight ``name`` network (at ``input_size`` if given), exported for an
     engine of ``n_pe`` x ``n_ci`` (with an on-chip activation budget of ``act_kb`` KiB: small
-    budgets put tensors in DDR), with ``vectors`` random test frames."""
+    budgets put tensors in DDR; ``dsp_pairs`` lane pairs on DSP48E1, ``act_paths`` activation
+    paths: EngineParams' defaults when None), with ``vectors`` random test frames."""
     d = EngineParams()
     engine = EngineParams(n_pe, n_ci, act_kb=act_kb or d.act_kb, wcache_kb=d.wcache_kb if wcache_kb is None
-                          else wcache_kb)
+                          else wcache_kb, dsp_pairs=dsp_pairs, act_paths=act_paths or d.act_paths)
     tag = f"{name}{'-' + str(input_size) if input_size else ''}-random{seed}-pe{n_pe}ci{n_ci}"
     tag += (f"-act{act_kb}" if act_kb else "") + (f"-wc{wcache_kb}" if wcache_kb is not None else "")
+    tag += (f"-dsp{dsp_pairs}" if dsp_pairs is not None else "") + (f"-p{act_paths}" if act_paths else "")
     tag += f"-v{vectors}" if vectors != 16 else ""      # (the count changes the files: its own directory)
     out = EXPORT_ROOT / tag
     stamp = dict(kind="random", name=name, seed=seed, vectors=vectors, engine=asdict(engine), input_size=input_size,

@@ -21,6 +21,8 @@ specification (:mod:`zynqflow.spec.engine`):
 * **the weight ring**: the whole weight image when it fits the cache budget
   (read once per weights address), else a ring that holds the largest
   resident layer plus one block, or two blocks of a streamed layer;
+* **the activation paths**: each DDR tensor's writes and reads go over path 1 (m_axi_act),
+  path 2 (m_axi_act2 reads, m_axi_wts writes) or both (lines or rows alternate);
 * **the layer table**: one packed row per layer (:data:`zynqflow.spec.engine.ROW`).
 
 Every refusal is an :class:`ExportError` naming the layer or tensor and the
@@ -71,7 +73,11 @@ class EngineParams:
     ``wcache_kb``: the largest weight image kept whole on chip (KiB);
     ``wring_words``: the weight ring when the image does not fit (0 = smallest
     that works, at least 512 words); ``band_rows``: output rows per band of a
-    ring-fed layer."""
+    ring-fed layer; ``dsp_pairs``: MAC lane pairs packed two to a DSP48E1, the
+    other pairs are two exact LUT multipliers each (None: as many as the part's
+    DSP48E1 allow after the rest of the design, :data:`DSP48E1_BUDGET`);
+    ``act_paths``: activation paths between the engine and its DDR tensors (1:
+    m_axi_act; 2: also m_axi_act2 for reads and m_axi_wts's write channel)."""
 
     n_pe: int = 16
     n_ci: int = 8
@@ -79,6 +85,8 @@ class EngineParams:
     wcache_kb: int = 288
     wring_words: int = 0
     band_rows: int = 1
+    dsp_pairs: int | None = None
+    act_paths: int = 2
 
     def check(self) -> None:
         for v, n in ((self.n_pe, "n_pe"), (self.n_ci, "n_ci"), (self.band_rows, "band_rows")):
@@ -98,6 +106,32 @@ class EngineParams:
             raise ExportError("engine", f"n_pe={self.n_pe}, n_ci={self.n_ci}: at most 64 each")
         if self.wring_words and not _pow2(self.wring_words):
             raise ExportError("engine", f"wring_words={self.wring_words} must be a power of two")
+        if self.dsp_pairs is not None and not 0 <= self.dsp_pairs <= self.lane_pairs:
+            raise ExportError("engine", f"dsp_pairs={self.dsp_pairs}: 0..{self.lane_pairs} (the lane pairs of "
+                                        f"{self.n_pe} x {self.n_ci})")
+        if self.act_paths not in (1, 2):
+            raise ExportError("engine", f"act_paths={self.act_paths}: 1 or 2")
+
+    @property
+    def lanes(self) -> int:
+        """MAC lanes: N_PE x N_CI."""
+        return self.n_pe * self.n_ci
+
+    @property
+    def lane_pairs(self) -> int:
+        """Lane pairs (output channels pe and pe + N_PE/2 of one input lane): one DSP48E1 each, or two
+        LUT multipliers."""
+        return self.lanes // 2
+
+    @property
+    def dsp48e1(self) -> int:
+        """Lane pairs on DSP48E1 (``dsp_pairs``, or as many as :data:`DSP48E1_BUDGET` allows)."""
+        return min(self.lane_pairs, DSP48E1_BUDGET) if self.dsp_pairs is None else self.dsp_pairs
+
+    @property
+    def lut_lanes(self) -> int:
+        """MAC lanes on exact LUT multipliers (zq_lut_mul)."""
+        return 2 * (self.lane_pairs - self.dsp48e1)
 
     @property
     def wpg(self) -> int:
@@ -113,15 +147,33 @@ class EngineParams:
         return self.n_ci * E.LANE_BITS // 8
 
 
+# DSP48E1 of the xc7z020 (PYNQ-Z2) that the MAC array may take: the part's 220, less what the rest
+# of the design uses: none (the engine outside the MAC array has no multiplier; the block design's
+# AXI DMA, interconnect and interrupt controller use no DSP48E1).
+DSP48E1_BUDGET = 220
+
+
 def default_engine(cfg: NetConfig) -> EngineParams:
-    """The engine an export uses when none is given: 16 x 16 MAC lanes (128 DSP48E1) for
-    ImageNet-class networks (over 100 M MACs per frame: the full ZynqNet runs at ~46 fps at
-    100 MHz on it), 16 x 8 (64 DSP48E1) for the small ones (zynqnet-mini: ~1 630 fps), whose
-    narrow layers would leave half of a 16-lane reduction idle. The co-design search picks
-    engines per design instead (zynqflow.dse)."""
+    """The engine an export uses when none is given. ImageNet-class networks (over 100 M MACs per
+    frame): 32 x 16 MAC lanes, 220 lane pairs on DSP48E1 and 72 lanes on LUT multipliers, both
+    activation paths, 192 KiB of activation RAM (the full ZynqNet: ~81 fps at 100 MHz under the
+    pynq-z2 memory, 106 BRAM36 with its 512-word weight ring; 288 KiB would keep f4 and f5 on chip
+    for 1 fps more and 133 BRAM36); ``EngineParams(16, 16, act_paths=1)`` is the engine before
+    (128 DSP48E1, one path, 320 KiB: 46 fps). The small ones keep 16 x 8 (64 DSP48E1;
+    zynqnet-mini: ~1 630 fps), whose narrow layers would leave half of a 16-lane reduction idle.
+    The co-design search picks engines per design instead (zynqflow.dse)."""
     macs = sum(o * o * l.k * l.k * l.cin * l.cout for l, o in
                ((l, cfg.tensor_shapes()[l.dst][0]) for l in cfg.conv_layers))
-    return EngineParams(16, 16) if macs > 100_000_000 else EngineParams(16, 8)
+    return EngineParams(32, 16, act_kb=192) if macs > 100_000_000 else EngineParams(16, 8)
+
+
+def engine_from_args(cfg: NetConfig, n_pe: int | None = None, n_ci: int | None = None, **given) -> EngineParams:
+    """The engine of a command line: the network's default engine, or ``EngineParams(n_pe, n_ci)``
+    when they are given; then each option in ``given`` that is not None."""
+    from dataclasses import replace
+
+    base = default_engine(cfg) if n_pe is None else EngineParams(n_pe, n_ci)
+    return replace(base, **{k: v for k, v in given.items() if v is not None})
 
 
 @dataclass
@@ -138,6 +190,8 @@ class Tensor:
     place: str = "act"             # "act", "ddr", "gap", "input"
     act_base: int = 0              # activation-RAM row (per bank)
     ddr_off: int = 0               # byte offset in the scratch area
+    wr_path: int = 0               # DDR tensors: the activation paths of its writes / reads (E.PATH_*)
+    rd_path: int = 0
 
     @property
     def last_use(self) -> int:
@@ -232,6 +286,14 @@ class HwPlan:
     def wbuf_depth(self) -> int:
         """Words of the weight-ring RAM: the image when it is cached whole, else the ring."""
         return self.image_words if self.weight_cache else self.wring_words
+
+    @property
+    def act_paths(self) -> int:
+        """Activation paths the layer table uses (2 when any row uses path 2): the RTL builds that many."""
+        used = 0
+        for l in self.layers:
+            used |= l.row.get("src_path", 0) | l.row.get("dst_path", 0)
+        return 2 if used & E.PATH_2 else 1
 
     @property
     def ddr_tensors(self) -> bool:
@@ -462,6 +524,7 @@ def plan_layout(cfg: NetConfig, engine: EngineParams = EngineParams()) -> HwPlan
         if t.place == "ddr":
             t.ddr_off = scratch
             scratch += _ceil(_ceil(t.channels, P) * t.size * t.size * P, E.ADDR_ALIGN) * E.ADDR_ALIGN
+            t.wr_path, t.rd_path = tensor_paths(engine, t, [layers[r] for r in t.readers])
 
     # ---- weight offsets and rows --------------------------------------------
     off = 0
@@ -478,6 +541,19 @@ def plan_layout(cfg: NetConfig, engine: EngineParams = EngineParams()) -> HwPlan
         l.row = _row_geometry(plan, l, convs[l.index])
     check_overlaps(plan)
     return plan
+
+
+def tensor_paths(engine: EngineParams, t: Tensor, readers: list[PlanLayer]) -> tuple[int, int]:
+    """The activation paths of a DDR tensor's writes and reads (masks of ``E.PATH_1``, ``E.PATH_2``).
+    With two paths the writes go over both (even 128-byte lines on path 1, odd ones on path 2:
+    16 bytes a cycle for a write-bound layer), and so do the reads when each reader's ring holds
+    two rows or more (even input rows on path 1, odd rows on path 2) and a result unit is at least
+    two beats (N_PE >= 16: the two paths share the activation RAM's port B cycle by cycle, so
+    one-beat units would gain nothing); else everything goes over path 1."""
+    if engine.act_paths < 2:
+        return E.PATH_1, E.PATH_1
+    two_rows = all(l.ring_rows >= 2 and l.in_size >= 2 for l in readers)
+    return E.PATH_BOTH, E.PATH_BOTH if two_rows and engine.n_pe >= 16 else E.PATH_1
 
 
 def row_regions(row: dict, engine: EngineParams, in_words: int) -> dict:
@@ -535,6 +611,7 @@ def _row_geometry(plan: HwPlan, l: PlanLayer, spec) -> dict:
         row["src_base"] = next(r.base for r in plan.regions if r.what == f"input ring of '{l.name}'")
         row["src_cgrps"] = _ceil(t_src.channels, P)
         row["src_ddr"] = t_src.ddr_off
+        row["src_path"] = t_src.rd_path
     else:
         row["src_base"] = t_src.act_base
     if l.dst_kind == E.DST_ACT:
@@ -544,6 +621,7 @@ def _row_geometry(plan: HwPlan, l: PlanLayer, spec) -> dict:
         row["dst_cg0"] = spec.dst_offset // P
         row["dst_cgrps"] = _ceil(t_dst.channels, P)
         row["dst_ddr"] = t_dst.ddr_off
+        row["dst_path"] = t_dst.wr_path
     else:
         row["dst_cg0"] = spec.dst_offset // P
     return row

@@ -6,8 +6,9 @@ Two variants of the engine (``ENGINES``): ``rtl``, the SystemVerilog twin (rtl/,
 Yosys counts below), and ``hls``, the Vitis HLS engine (hls/), whose memories are laid
 out by its pragmas (:func:`hls_rams`) and which no synthesis here calibrates.
 
-* **DSP48E1**: one per two MAC lanes (``N_PE * N_CI / 2``: two 8-bit weights
-  share one multiplier, see rtl/zq_mac_array.sv).
+* **DSP48E1**: one per lane pair packed into a DSP (``EngineParams.dsp48e1``: two 8-bit
+  weights share one multiplier, see rtl/zq_mac_array.sv); the other lanes are exact LUT
+  multipliers (rtl/zq_lut_mul.sv) and cost LUTs and flip-flops instead.
 * **Block RAM**: every RAM of the RTL (activation banks, the weight ring or
   cache, the stem's raw input rows, the GAP sums) from the plan's sizes, each
   mapped the way Yosys's ``memory_libmap`` maps it for xc7 (the cheapest
@@ -17,8 +18,13 @@ out by its pragmas (:func:`hls_rams`) and which no synthesis here calibrates.
 * **LUTs and flip-flops**: a linear model in the engine's parameters, fitted to
   Yosys ``synth_xilinx`` runs of this RTL (:data:`CALIBRATION`); the MAC array
   (per lane: the split of a packed product, adder-tree share, accumulator share)
-  dominates. Its error against those runs is in ``CALIBRATION`` and checked by
-  the tests.
+  dominates; a LUT lane and the second activation path add what Yosys counted for
+  them alone (:data:`LUT_LANE`, :data:`PATH2`). Its error against those runs is in
+  ``CALIBRATION`` and checked by the tests.
+* **The block design** around the engine (board/pynq_z2.tcl: the masters' protocol converters,
+  the DMA and its SmartConnect, the interrupt controller, the control interconnect):
+  :func:`block_design`, an estimate
+  with its sources, so that the LUT fill of the part can be judged (``make synth-estimate``).
 """
 
 from __future__ import annotations
@@ -26,8 +32,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-MODEL = "resource model (export/resources.py): DSP = MAC lanes / 2, BRAM from the plan's RAMs, " \
-        "LUT/FF linear fit to Yosys synth_xilinx runs"
+MODEL = "resource model (export/resources.py): DSP = lane pairs on DSP48E1, BRAM from the plan's RAMs, " \
+        "LUT/FF linear fit to Yosys synth_xilinx runs (+ LUT lanes, second activation path)"
 
 LUTRAM_DEPTH = 64          # RAMs this shallow go to LUT RAM (RAM64M / RAM32M)
 # (depth, width, RAMB36 equivalents) of the SDP arrangements: RAMB18E1 then RAMB36E1
@@ -75,13 +81,14 @@ def rams(plan, engine: str = "rtl") -> list[Ram]:
         raise ValueError(f"engine {engine!r}: one of {', '.join(ENGINES)}")
     e = plan.engine
     st = plan.stem
+    paths = plan.act_paths           # a zq_out_dma per activation path (zq_out_paths)
     return [
         Ram("activation RAM (zq_act_mem)", plan.act_rows, e.n_ci * 8, e.wpg),
         Ram("weight ring / cache (zq_top u_wbuf)", plan.wbuf_depth, e.n_pe * e.n_ci * 8),
         Ram("stem raw rows (zq_stem)", st["in_size"], st["in_ch"] * 8, st["raw_rows"]),
         Ram("GAP sums (zq_gap)", plan.gap["rows"], e.n_pe * 32),
-        Ram("output unit FIFO (zq_out_dma)", 64, e.n_pe * 8),
-        Ram("output burst commands (zq_out_dma)", 64, 37),
+        Ram("output unit FIFO (zq_out_dma, per path)", 64, e.n_pe * 8, paths),
+        Ram("output burst commands (zq_out_dma, per path)", 64, 37, paths),
         Ram("bias queue (zq_mac_array)", 8, e.n_pe * 32),
         Ram("layer counters (zq_top)", max(2, plan.n_layers), 32, 2),
     ]
@@ -138,29 +145,59 @@ def _searched(name: str, stem: int, fires: tuple[tuple[int, int, bool], ...]) ->
 
 CALIBRATION: dict[str, dict] = {
     "zynqnet-random0-pe16ci16": dict(net="zynqnet", input_size=None, n_pe=16, n_ci=16,
-                                     lut=19157, ff=24092, bram36=100.0, dsp=128),
+                                     lut=19157, ff=24092, bram36=100.0, dsp=128, pre27=True),
     "zynqnet-mini-random0-pe16ci8": dict(net="zynqnet-mini", input_size=None, n_pe=16, n_ci=8,
-                                         lut=17182, ff=15730, bram36=49.0, dsp=64),
+                                         lut=17182, ff=15730, bram36=49.0, dsp=64, pre27=True),
     "zynqnet-mini-random0-pe8ci8": dict(net="zynqnet-mini", input_size=None, n_pe=8, n_ci=8,
-                                        lut=10224, ff=8792, bram36=48.0, dsp=32),
+                                        lut=10224, ff=8792, bram36=48.0, dsp=32, pre27=True),
     "zynqnet-128-random0-pe32ci8": dict(net="zynqnet", input_size=128, n_pe=32, n_ci=8,
-                                        lut=25871, ff=28752, bram36=133.0, dsp=128),
+                                        lut=25871, ff=28752, bram36=133.0, dsp=128, pre27=True),
     # hardware in the loop of the Fashion-MNIST study (docs/dse.md): trained proxy weights
     "dse-t29-pe32ci8": dict(net=_searched("dse-t29", 32, ((16, 16, False), (32, 32, True), (64, 128, True),
                                                           (64, 64, True))),
-                            input_size=None, n_pe=32, n_ci=8, lut=22489, ff=27224, bram36=61.0, dsp=128),
+                            input_size=None, n_pe=32, n_ci=8, lut=22489, ff=27224, bram36=61.0, dsp=128,
+                            pre27=True),
     "dse-t30-pe32ci8": dict(net=_searched("dse-t30", 32, ((32, 32, True), (32, 32, True), (64, 64, True))),
-                            input_size=None, n_pe=32, n_ci=8, lut=22342, ff=27054, bram36=61.0, dsp=128),
+                            input_size=None, n_pe=32, n_ci=8, lut=22342, ff=27054, bram36=61.0, dsp=128,
+                            pre27=True),
     "dse-t33-pe32ci8": dict(net=_searched("dse-t33", 32, ((32, 16, True), (8, 16, True), (64, 16, True))),
-                            input_size=None, n_pe=32, n_ci=8, lut=22330, ff=27083, bram36=32.5, dsp=128),
+                            input_size=None, n_pe=32, n_ci=8, lut=22330, ff=27083, bram36=32.5, dsp=128,
+                            pre27=True),
+    # issue 27's default engine of the full ZynqNet (make synth-estimate NET=zynqnet): 512 lanes, 220 DSP48E1
+    # pairs and 72 LUT lanes, both activation paths, 192 KiB of activation RAM
+    "zynqnet-random0-pe32ci16-lut72": dict(net="zynqnet", input_size=None, n_pe=32, n_ci=16, act_kb=192,
+                                           act_paths=2, lut=37381, ff=47510, bram36=106.0, dsp=220, dsp_pairs=220),
 }
-# lut = a0 + a1 * lanes + a2 * n_pe + a3 * n_ci (+ the LUT RAM of the small RAMs); ff likewise
-LUT_COEF = (7229.32, 27.11, 230.53, 0.0)
-FF_COEF = (2951.68, 69.0, 217.22, 0.0)
+# What a LUT lane and the second activation path add, each counted by Yosys 0.23 synth_xilinx on the
+# modules alone (the rest of the engine unchanged): zq_mac_array 16 x 8 with DSP_PAIRS 64 (3 648 LUT +
+# 409 LUT RAM/SRL, 4 519 FF) against DSP_PAIRS 28 (72 lanes on zq_lut_mul: 7 413 + 517, 8 399 FF), so a
+# LUT lane costs its multiplier less the packed DSP's split in fabric; zq_fill_paths and zq_out_paths
+# (N_PE 32) with PATHS 2 against PATHS 1: a second zq_fill_dma, port B's multiplexer and row count
+# (+930 LUT, +822 FF), a second zq_out_dma and its routing (+317 LUT, +185 FF; its FIFOs' LUT RAM is
+# in rams()).
+LUT_LANE = dict(lut=53.8, ff=53.9)
+# The points marked pre27 were synthesized before issue 27 moved the packed DSP's split into its
+# post-adder and the adder tree and narrowed the products to 16 bits; zq_mac_array 16 x 8, all
+# DSP48E1, before and after: 4 851 and 3 648 LUT, 4 799 and 4 519 FF. The fit takes them as measured
+# less that saving per DSP lane.
+SPLIT_SAVING = dict(lut=(4851 - 3648) / 128, ff=(4799 - 4519) / 128)
+PATH2 = dict(lut=1247.0, ff=1007.0)
+# lut = a0 + a1 * lanes + a2 * n_pe + a3 * n_ci (+ the LUT RAM of the small RAMs, + LUT lanes, + path 2); ff likewise
+LUT_COEF = (5911.35, 38.15, 112.35, 0.0)
+FF_COEF = (3259.52, 62.04, 244.82, 0.0)
 
 
 def _linear(coef, e) -> float:
     return coef[0] + coef[1] * e.n_pe * e.n_ci + coef[2] * e.n_pe + coef[3] * e.n_ci
+
+
+def _extra(plan) -> tuple[float, float]:
+    """LUTs and flip-flops beyond the fit's DSP-only, one-path engine: the LUT lanes and the
+    second activation path (logic; its FIFOs are in :func:`rams`)."""
+    e = plan.engine
+    paths = plan.act_paths - 1
+    return (LUT_LANE["lut"] * e.lut_lanes + PATH2["lut"] * paths,
+            LUT_LANE["ff"] * e.lut_lanes + PATH2["ff"] * paths)
 
 
 def calibration_plan(point: dict):
@@ -170,7 +207,18 @@ def calibration_plan(point: dict):
 
     net = point["net"]
     cfg = NetConfig.from_dict(net) if isinstance(net, dict) else get_config(net, input_size=point["input_size"])
-    return plan_layout(cfg, EngineParams(point["n_pe"], point["n_ci"]))
+    d = EngineParams()
+    return plan_layout(cfg, EngineParams(point["n_pe"], point["n_ci"], act_kb=point.get("act_kb", d.act_kb),
+                                         dsp_pairs=point.get("dsp_pairs"), act_paths=point.get("act_paths", 1)))
+
+
+def calibration_target(point: dict) -> tuple[float, float]:
+    """The LUTs and flip-flops a calibration point stands for with this RTL: as Yosys counted them, less
+    the split's saving for the points synthesized before it (``pre27``)."""
+    if not point.get("pre27"):
+        return float(point["lut"]), float(point["ff"])
+    dsp_lanes = 2 * point["dsp"]
+    return point["lut"] - SPLIT_SAVING["lut"] * dsp_lanes, point["ff"] - SPLIT_SAVING["ff"] * dsp_lanes
 
 
 def fit(calibration: dict[str, dict] = CALIBRATION) -> tuple[tuple[float, ...], tuple[float, ...]]:
@@ -180,15 +228,59 @@ def fit(calibration: dict[str, dict] = CALIBRATION) -> tuple[tuple[float, ...], 
 
     rows, lut, ff = [], [], []
     for point in calibration.values():
-        lutram = sum(r.lutram_luts for r in rams(calibration_plan(point)))
+        plan = calibration_plan(point)
+        lutram = sum(r.lutram_luts for r in rams(plan))
+        x_lut, x_ff = _extra(plan)
+        t_lut, t_ff = calibration_target(point)
         rows.append((1.0, point["n_pe"] * point["n_ci"], point["n_pe"]))
-        lut.append(point["lut"] - lutram)
-        ff.append(point["ff"])
+        lut.append(t_lut - lutram - x_lut)
+        ff.append(t_ff - x_ff)
     a = np.array(rows)
     lut_c = np.linalg.lstsq(a, np.array(lut, float), rcond=None)[0]
     ff_c = np.linalg.lstsq(a, np.array(ff, float), rcond=None)[0]
     return (tuple(round(float(v), 2) for v in lut_c) + (0.0,),
             tuple(round(float(v), 2) for v in ff_c) + (0.0,))
+
+
+# ---- the block design around the engine (board/pynq_z2.tcl) ---------------------------------------
+# LUTs of the IPs the block design adds, for the xc7z020's fill: an estimate (Vivado is not run here),
+# each with where its figure comes from. The SmartConnect figure is a Vivado measurement of a one-master,
+# one-slave SmartConnect in front of a Zynq-7000 HP port (analogdevicesinc/hdl pull request #1054,
+# Vivado 2023.1, coraz7s: 910 LUTs, 904 registers, against none for an AXI Interconnect there). The
+# engine's masters go through AXI protocol converters in TRANSLATION_MODE 0 instead (PG059: no burst
+# splitting for masters whose bursts never exceed 16 beats): what is left of the converter's
+# axi3_conv with C_SUPPORT_SPLITTING = 0 is the registered AW and AR commands and a 32-deep LUT FIFO
+# of write IDs and lengths for WID and the W count; its figure is our budget from that logic, as are
+# the others from the IPs' configurations: not measurements (PG021, PG059 and PG099 publish
+# per-configuration resource tables that were not at hand).
+SMARTCONNECT_1X1 = dict(lut=910, ff=904, source="Vivado 2023.1, Zynq-7000 HP port, one endpoint "
+                                                "(analogdevicesinc/hdl PR #1054)")
+PROTOCOL_CONVERTER = dict(lut=200, ff=250, source="budget: axi_protocol_converter 2.1 AXI4 -> AXI3, "
+                                                  "TRANSLATION_MODE 0 (PG059), from its logic without splitting")
+BLOCK_DESIGN_BUDGET = (
+    # (cell, LUT, FF, source)
+    ("mem_sc (SmartConnect 2:1, the DMA's two masters -> HP1)", 2 * 910, 2 * 904,
+     "budget: twice the measured 1:1 SmartConnect (analogdevicesinc/hdl PR #1054)"),
+    ("axi_dma_0 (simple mode, 32-bit MM2S and S2MM, 23-bit lengths)", 2000, 2500,
+     "budget (PG021 configuration without scatter-gather or realignment)"),
+    ("ctrl_ic (AXI Interconnect 1:3, GP0 AXI3 -> AXI4-Lite)", 600, 700,
+     "budget (PG059: a protocol converter to AXI4-Lite and a shared-access crossbar)"),
+    ("axi_intc_0, irq_concat, rst_fclk0", 250, 300, "budget (PG099 with 3 inputs; proc_sys_reset)"),
+)
+
+
+def block_design(plan) -> dict:
+    """What board/pynq_z2.tcl adds around the RTL twin in LUTs and flip-flops (an estimate, item by
+    item with its source): one protocol converter per engine master (m_axi_wts, m_axi_act, and
+    m_axi_act2 when the engine has two activation paths), the DMA's SmartConnect, the DMA, the
+    control interconnect, the interrupt controller and the reset."""
+    masters = 2 + (1 if plan.act_paths == 2 else 0)
+    items = [dict(cell=f"{p}_pc (AXI protocol converter AXI4 -> AXI3 -> HP)", lut=PROTOCOL_CONVERTER["lut"],
+                  ff=PROTOCOL_CONVERTER["ff"], source=PROTOCOL_CONVERTER["source"])
+             for p in ("wts", "act", "act2")[:masters]]
+    items += [dict(cell=c, lut=l, ff=f, source=src) for c, l, f, src in BLOCK_DESIGN_BUDGET]
+    return dict(lut=sum(i["lut"] for i in items), ff=sum(i["ff"] for i in items), items=items,
+                label="estimate of the block design's IPs (not a Vivado result)")
 
 
 # The HLS engine's logic beyond the RTL twin's (an estimate: no Vitis run calibrates it): the
@@ -207,11 +299,15 @@ def estimate(plan, engine: str = "rtl") -> dict:
     rs = rams(plan, engine)
     lutram = sum(r.lutram_luts for r in rs)
     lut, ff = _linear(LUT_COEF, e), _linear(FF_COEF, e)
+    if engine == "rtl":
+        x_lut, x_ff = _extra(plan)
+        lut, ff = lut + x_lut, ff + x_ff
     if engine == "hls":
         lut = lut * (1 + HLS_EXTRA["overhead"]) + HLS_EXTRA["lut_fixed"] + hls_fifo_luts(plan)
         ff = ff * (1 + HLS_EXTRA["overhead"]) + HLS_EXTRA["ff_fixed"]
     return dict(
-        dsp=e.n_pe * e.n_ci // 2,
+        dsp=e.dsp48e1 if engine == "rtl" else e.n_pe * e.n_ci // 2,
+        lut_lanes=e.lut_lanes if engine == "rtl" else 0,
         bram36=sum(r.bram36 for r in rs),
         lut=int(round(lut + lutram)),
         ff=int(round(ff)),

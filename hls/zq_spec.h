@@ -33,7 +33,7 @@ constexpr int STATUS_ERRCNT_MAX = 65535;
 constexpr unsigned HEADER_MAGIC = 0x3157515Au;
 constexpr int ADDR_ALIGN = 4096;
 constexpr int DDR_WINDOW_BYTES = 536870912;
-constexpr int ROW_BITS = 274;
+constexpr int ROW_BITS = 278;
 constexpr int AXI_LINE_BYTES = 128;
 constexpr int RTL_PIPE_ADDR = 3;
 constexpr int RTL_PIPE_READ = 3;
@@ -44,6 +44,10 @@ constexpr int RTL_PIPE_DEPTH = 20;
 constexpr int RTL_OUT_FIFO_UNITS = 64;
 constexpr int RTL_OUT_FIFO_MARGIN = 25;
 constexpr int RTL_LAYER_DRAIN = 4;
+constexpr int RTL_LUT_MUL_LAT = 4;
+constexpr int PATH_1 = 1;
+constexpr int PATH_2 = 2;
+constexpr int PATH_BOTH = 3;
 constexpr int GAP_ROUND_HALF_UP = 0;
 constexpr int GAP_ROUND_FLOOR = 1;
 constexpr int GAP_ROUND_HALF_EVEN = 2;
@@ -123,6 +127,8 @@ struct LayerRow {
     int w_blk;  // 12 bits: words per group block: 1 bias word + k*k*ci_chunks weight words
     int w_res;  // 1 bits: resident: the layer's blocks stay in the ring until its last band
     int rd_wait;  // 1 bits: wait for every DDR write of earlier layers before reading (SRC_DDR)
+    int src_path;  // 2 bits: SRC_DDR: the read paths, a mask of PATH_1 (m_axi_act) and PATH_2 (m_axi_act2); both: even input rows on path 1, odd rows on path 2
+    int dst_path;  // 2 bits: DST_DDR: the write paths, a mask of PATH_1 (m_axi_act) and PATH_2 (m_axi_wts's write channel); both: even 128-byte lines on path 1, odd lines on path 2
 };
 
 // Bit positions of the packed row
@@ -155,6 +161,8 @@ enum RowField {
     ROW_W_BLK_LSB = 260, ROW_W_BLK_BITS = 12,
     ROW_W_RES_LSB = 272, ROW_W_RES_BITS = 1,
     ROW_RD_WAIT_LSB = 273, ROW_RD_WAIT_BITS = 1,
+    ROW_SRC_PATH_LSB = 274, ROW_SRC_PATH_BITS = 2,
+    ROW_DST_PATH_LSB = 276, ROW_DST_PATH_BITS = 2,
 };
 
 // The row in registers of the spec's widths (what the engine's counters and comparisons use):
@@ -187,6 +195,8 @@ typedef ap_uint<24> row_w_off_t;
 typedef ap_uint<12> row_w_blk_t;
 typedef ap_uint<1> row_w_res_t;
 typedef ap_uint<1> row_rd_wait_t;
+typedef ap_uint<2> row_src_path_t;
+typedef ap_uint<2> row_dst_path_t;
 struct LayerRegs {
     row_lg_in_t lg_in;
     row_lg_out_t lg_out;
@@ -216,6 +226,8 @@ struct LayerRegs {
     row_w_blk_t w_blk;
     row_w_res_t w_res;
     row_rd_wait_t rd_wait;
+    row_src_path_t src_path;
+    row_dst_path_t dst_path;
 };
 inline LayerRegs layer_regs(const LayerRow& r) {
 #pragma HLS INLINE
@@ -248,6 +260,8 @@ inline LayerRegs layer_regs(const LayerRow& r) {
     g.w_blk = r.w_blk;
     g.w_res = r.w_res;
     g.rd_wait = r.rd_wait;
+    g.src_path = r.src_path;
+    g.dst_path = r.dst_path;
     return g;
 }
 

@@ -21,6 +21,7 @@
 module zq_core #(
     parameter N_PE    = 16,
     parameter N_CI    = 8,
+    parameter DSP_PAIRS = N_PE / 2 * N_CI,   // MAC lane pairs on DSP48E1 (zq_mac_array)
     parameter ROW_W   = 12,
     parameter WR_W    = 9,
     parameter GAP_ROWS = 1,
@@ -163,7 +164,7 @@ module zq_core #(
     logic [N_PE*ACC-1:0]   acc;
     logic                  acc_valid;
     logic [N_PE*OUT_W-1:0] y;
-    zq_mac_array #(.N_PE(N_PE), .N_CI(N_CI), .ACC_W(ACC)) u_mac (
+    zq_mac_array #(.N_PE(N_PE), .N_CI(N_CI), .DSP_PAIRS(DSP_PAIRS), .ACC_W(ACC)) u_mac (
         .clk(clk), .rst(rst || abort), .in_valid(v_s[RD]), .in_first(f_s[RD]), .in_bias(b_s[RD]),
         .act_signed(src_signed), .act(act_rd_data), .wgt(w3), .out_valid(acc_valid), .out_acc(acc)
     );

@@ -8,6 +8,11 @@
 // activation RAM at row ring + (cg << (lg_rows + lg_w)) + ((y mod 2^lg_rows) << lg_w) + x.
 // `rows_avail` counts the rows written in full. Responses come back in
 // order (one ID), so a second set of counters follows them.
+//
+// Two activation paths (zq_fill_paths): with `step2` this DMA reads every other row, from row
+// `phase` (0 or 1), and `rows_avail` counts those rows; a second instance on the other master
+// reads the rest. A DMA not enabled (`en` low with start) reads nothing in that layer and counts
+// no rows (its `rows_avail` is 0).
 `include "zq_spec.svh"
 `default_nettype none
 
@@ -21,6 +26,9 @@ module zq_fill_dma #(
     input  wire               clk,
     input  wire               rst,
     input  wire               start,        // layer constants valid
+    input  wire               en,           // this DMA reads in this layer (with start; else it stays idle)
+    input  wire               step2,        // read rows phase, phase + 2, ... (two paths; with start)
+    input  wire               phase,        // the first row read (0 or 1; with start)
     input  wire               abort,        // stop issuing; outstanding bursts still drain
     input  wire [AW-1:0]      base,         // DDR byte address of the tensor
     input  wire [`ZQ_ROW_LG_IN_W-1:0]       lg_w,     // log2 of the map size (H = W)
@@ -72,6 +80,7 @@ module zq_fill_dma #(
     logic [15:0] run_bytes;    // W * N_PE: one (row, channel group) run
     logic [AW-1:0] cg_skip;    // H * W * N_PE - run_bytes: from a run's end to the next group's run
     logic [10:0] h;            // H = W
+    logic        c_step2, c_phase;
     logic [10:0] q_y;          // row being requested
     logic [CG_W-1:0] q_cg;
     logic [AW-1:0] q_addr;     // next request's address
@@ -92,20 +101,24 @@ module zq_fill_dma #(
         slot_free <= q_y < release_rows + (11'd1 << c_lg_rows);
     end
 
+    // row q_y's first run is `row_step` bytes after the previous one's (one or two rows)
+    wire [AW-1:0] row_first = base + (phase ? (AW'(N_PE) << lg_w) : AW'(0));
+    wire [AW-1:0] row_step  = AW'(run_bytes) << c_step2;
     always_ff @(posedge clk) begin
         if (rst) begin
             active <= 1'b0;
         end else if (start) begin
-            active    <= 1'b1;
+            active    <= en;
             c_lg_w    <= lg_w;   c_lg_rows <= lg_rows;  c_cgrps <= cgrps;
             c_ring    <= ring;
+            c_step2   <= step2;  c_phase <= phase;
             h         <= 11'd1 << lg_w;
             run_bytes <= 16'(N_PE) << lg_w;
             left      <= 16'(N_PE) << lg_w;
             cg_skip   <= (AW'(N_PE) << (lg_w + lg_w)) - (AW'(N_PE) << lg_w);
-            q_y <= '0; q_cg <= '0;
-            q_addr    <= base;
-            row_addr  <= base;
+            q_y <= 11'(phase); q_cg <= '0;
+            q_addr    <= row_first;
+            row_addr  <= row_first;
             settle    <= 1'b1;
         end else if (cmd_valid && cmd_ready) begin
             settle <= 1'b1;
@@ -113,9 +126,9 @@ module zq_fill_dma #(
                 left <= run_bytes;
                 if (q_cg == c_cgrps - CG_W'(1)) begin
                     q_cg     <= '0;
-                    q_y      <= q_y + 11'd1;
-                    row_addr <= row_addr + AW'(run_bytes);
-                    q_addr   <= row_addr + AW'(run_bytes);
+                    q_y      <= q_y + (c_step2 ? 11'd2 : 11'd1);
+                    row_addr <= row_addr + row_step;
+                    q_addr   <= row_addr + row_step;
                 end else begin
                     q_cg   <= q_cg + CG_W'(1);
                     q_addr <= q_addr + AW'(chunk) + cg_skip;
@@ -152,22 +165,26 @@ module zq_fill_dma #(
     logic [$clog2(BPU+1)-1:0] p_beat;
     logic [N_PE*8-1:0] unit;   // beats of the unit being assembled
     logic        b_row_last;   // the unit on port B completes its row
-    assign rd_ready = !b_valid || b_ready;
+    // a unit waiting for port B holds back only the last beat of the next one
+    assign rd_ready = !b_valid || b_ready || (p_beat != ($clog2(BPU+1))'(BPU - 1));
     wire   unit_done = rd_valid && rd_ready && (p_beat == ($clog2(BPU+1))'(BPU - 1));
     wire   last_x    = p_x == h - 11'd1;
     wire   last_cg   = p_cg == c_cgrps - CG_W'(1);
-    wire   wrap_y    = ((p_y + 11'd1) & ((11'd1 << c_lg_rows) - 11'd1)) == '0;
+    wire [10:0] p_next = p_y + (c_step2 ? 11'd2 : 11'd1);     // the next row this DMA reads
+    wire   wrap_y    = (p_next & ((11'd1 << c_lg_rows) - 11'd1)) == 11'(c_phase);
+    wire [ROW_W-1:0] slot_first = c_ring + (c_phase ? ROW_W'(h) : ROW_W'(0));   // row `phase`'s slot
+    wire [ROW_W-1:0] slot_next  = p_slot0 + (ROW_W'(h) << c_step2);
     // beats shift in from the top: after BPU of them the first is in the low DW bits
     wire [N_PE*8-1:0] unit_next = (BPU > 1) ? {rd_data, unit[N_PE*8-1:DW]} : (N_PE*8)'(rd_data);
 
     always_ff @(posedge clk) begin
         if (rst || start) begin
-            p_y <= '0; p_cg <= '0; p_x <= '0; p_beat <= '0;
+            p_y <= 11'(phase); p_cg <= '0; p_x <= '0; p_beat <= '0;
             b_valid <= 1'b0;
             rows_avail <= '0;
-            p_slot0 <= ring;
-            p_run0  <= ring;
-            p_row   <= ring;
+            p_slot0 <= ring + (phase ? (ROW_W'(1) << lg_w) : ROW_W'(0));
+            p_run0  <= ring + (phase ? (ROW_W'(1) << lg_w) : ROW_W'(0));
+            p_row   <= ring + (phase ? (ROW_W'(1) << lg_w) : ROW_W'(0));
             rw      <= ROW_W'(1) << (lg_rows + lg_w);
         end else begin
             if (b_valid && b_ready) begin
@@ -186,10 +203,10 @@ module zq_fill_dma #(
                         p_x <= '0;
                         if (last_cg) begin
                             p_cg    <= '0;
-                            p_y     <= p_y + 11'd1;
-                            p_slot0 <= wrap_y ? c_ring : p_slot0 + ROW_W'(h);
-                            p_run0  <= wrap_y ? c_ring : p_slot0 + ROW_W'(h);
-                            p_row   <= wrap_y ? c_ring : p_slot0 + ROW_W'(h);
+                            p_y     <= p_next;
+                            p_slot0 <= wrap_y ? slot_first : slot_next;
+                            p_run0  <= wrap_y ? slot_first : slot_next;
+                            p_row   <= wrap_y ? slot_first : slot_next;
                         end else begin
                             p_cg   <= p_cg + CG_W'(1);
                             p_run0 <= p_run0 + rw;

@@ -11,7 +11,18 @@
 // w_hi = -128 and w_lo < 0 (it wraps by 2^25); then P carries 2^25*x more and
 // the split gives 128*x instead of w_hi*x = -128*x, so hi is negated (the
 // `wrap` flag travels beside the DSP). No guard bits remain, so products are
-// split every cycle and summed in fabric adder trees.
+// split every cycle and summed in fabric adder trees. The DSP's post-adder adds 2^16 (its C
+// input, a constant), so that hi is P's top bits alone (the carry of bit 16 comes for free) and
+// lo is P's low 17 bits with bit 16 inverted; a lane holds an unsigned or signed 8-bit value, so
+// both products lie in [-32640, 16384] and 16 bits of each suffice: lo = P[15:0], hi = P[32:17].
+// The split costs the fabric no adder but the negation of the wrap, which the adder tree
+// completes (a complemented product, and a count).
+//
+// Mixed lanes: the first DSP_PAIRS lane pairs (pair index j * N_CI + ci) are DSP48E1 pairs as
+// above; each of the others is two exact LUT multipliers (zq_lut_mul, w_lo * x and w_hi * x),
+// pipelined to the same latency (their product at t+4, as P), so the products, the adder trees
+// and the accumulators are the same for both kinds. DSP_PAIRS defaults to every pair; the
+// exporter sets it to the DSP48E1 the part has left (spec: EngineParams.dsp_pairs).
 //
 // Pipeline (cycle after the inputs at t): t+1 DSP input registers (A, D, B1),
 // t+2 pre-adder (AD) and B2, t+3 M, t+4 P, t+5 split, t+6 partial sums of 4
@@ -25,6 +36,7 @@
 module zq_mac_array #(
     parameter N_PE  = 16,
     parameter N_CI  = 8,
+    parameter DSP_PAIRS = N_PE / 2 * N_CI,        // lane pairs on DSP48E1; the rest in LUTs
     parameter ACC_W = `ZQ_ACC_BITS
 ) (
     input  wire                    clk,
@@ -41,8 +53,13 @@ module zq_mac_array #(
 
     localparam HALF   = N_PE / 2;
     localparam GROUPS = (N_CI + 3) / 4;           // partial sums of 4 lanes
-    localparam PROD_W = 18;                       // a split product (17 bits) and its negation
-    localparam SUM_W  = PROD_W + $clog2(N_CI) + 1;
+    // A product of an 8-bit weight and a lane (signed [-128, 127] or unsigned [0, 255]) lies in
+    // [-32640, 16384], and so do hi before the wrap's negation (128 x, less a borrow) and the
+    // complements the adder tree takes: 16 bits. Sums of 4 and of N_CI of them: 2 and clog2(N_CI)
+    // bits more (the PE sum's real value fits; its partial terms wrap harmlessly).
+    localparam PROD_W = 16;
+    localparam PART_W = PROD_W + 2;
+    localparam SUM_W  = PROD_W + ((N_CI > 1) ? $clog2(N_CI) : 1);
 
     // parameter checks, at elaboration
     if (N_PE % 2 != 0) begin : g_param_check0
@@ -50,6 +67,9 @@ module zq_mac_array #(
     end
     if (N_CI < 1) begin : g_param_check1
         $error("zq_mac_array: N_CI=%0d", N_CI);
+    end
+    if (DSP_PAIRS < 0 || DSP_PAIRS > HALF * N_CI) begin : g_param_check2
+        $error("zq_mac_array: DSP_PAIRS=%0d of %0d lane pairs", DSP_PAIRS, HALF * N_CI);
     end
 
     // ---- control pipeline ------------------------------------------------------
@@ -76,8 +96,9 @@ module zq_mac_array #(
         if (bs[7]) bias <= bq_data;
     end
 
-    // ---- DSP pairs and the split ------------------------------------------------
+    // ---- DSP pairs and the split; LUT pairs ---------------------------------------------
     logic signed [PROD_W-1:0] prod [0:N_PE-1][0:N_CI-1];   // t+5
+    logic                     neg  [0:N_PE-1][0:N_CI-1];   // t+5: the product is -(prod + ... ): ~prod + 1
 
     genvar j, c, g;
     generate
@@ -86,47 +107,74 @@ module zq_mac_array #(
                 wire signed [7:0] w_lo = wgt[(j * N_CI + c) * 8 +: 8];
                 wire signed [7:0] w_hi = wgt[((j + HALF) * N_CI + c) * 8 +: 8];
                 wire signed [8:0] x    = {act_signed & act[c * 8 + 7], act[c * 8 +: 8]};
-                logic signed [24:0] d_r, a_r, ad;
-                logic signed [8:0]  b1, b2;
-                logic signed [33:0] m, p;
-                logic [4:1]         wrap;
-                always_ff @(posedge clk) begin
-                    d_r <= {w_hi, 17'd0};
-                    a_r <= 25'(w_lo);
-                    b1  <= x;
-                    ad  <= d_r + a_r;       // 25 bits: wraps when w_hi = -128 and w_lo < 0
-                    b2  <= b1;
-                    m   <= ad * b2;
-                    p   <= m;
-                    wrap <= {wrap[3:1], (w_hi == -8'sd128) && w_lo[7]};
-                end
-                // t+5: split P into the two products
-                wire signed [17:0] hi_raw = 18'(p >>> 17) + 18'(p[16]);
-                always_ff @(posedge clk) begin
-                    prod[j][c]        <= PROD_W'($signed(p[16:0]));
-                    prod[j + HALF][c] <= wrap[4] ? -hi_raw : hi_raw;
+                if (j * N_CI + c < DSP_PAIRS) begin : g_dsp
+                    logic signed [24:0] d_r, a_r, ad;
+                    logic signed [8:0]  b1, b2;
+                    logic signed [33:0] m, p;
+                    logic [4:1]         wrap;
+                    always_ff @(posedge clk) begin
+                        d_r <= {w_hi, 17'd0};
+                        a_r <= 25'(w_lo);
+                        b1  <= x;
+                        ad  <= d_r + a_r;       // 25 bits: wraps when w_hi = -128 and w_lo < 0
+                        b2  <= b1;
+                        m   <= ad * b2;
+                        p   <= m + 34'sd65536;      // the post-adder: + 2^16 (C), so P>>>17 rounds
+                        wrap <= {wrap[3:1], (w_hi == -8'sd128) && w_lo[7]};
+                    end
+                    // t+5: split P = AD*B + 2^16 into the two products: hi = P>>>17 (= (AD*B >>> 17) +
+                    // bit 16 of AD*B, the borrow of a negative lo), lo = AD*B[16:0] = P[16:0] - 2^16,
+                    // which is P[15:0] in 16 bits; the wrap's negation of hi is left to the adder tree
+                    // (~hi there, +1 in the PE's count)
+                    always_ff @(posedge clk) begin
+                        prod[j][c]        <= $signed(p[15:0]);
+                        prod[j + HALF][c] <= $signed(p[17+PROD_W-1:17]);
+                        neg[j][c]         <= 1'b0;
+                        neg[j + HALF][c]  <= wrap[4];
+                    end
+                end else begin : g_lut
+                    logic signed [16:0] p_lo, p_hi;   // t+4
+                    zq_lut_mul u_lo (.clk(clk), .w(w_lo), .x(x), .p(p_lo));
+                    zq_lut_mul u_hi (.clk(clk), .w(w_hi), .x(x), .p(p_hi));
+                    always_ff @(posedge clk) begin    // t+5
+                        prod[j][c]        <= PROD_W'(p_lo);
+                        prod[j + HALF][c] <= PROD_W'(p_hi);
+                        neg[j][c]         <= 1'b0;
+                        neg[j + HALF][c]  <= 1'b0;
+                    end
                 end
             end
         end
     endgenerate
 
     // ---- adder trees: 4 lanes per partial sum (t+6), then the PE sum (t+7) -------
-    logic signed [SUM_W-1:0] part [0:N_PE-1][0:GROUPS-1];
+    // A negated product enters its partial sum complemented (the XOR sits in the adder's LUTs) and
+    // the PE's count of them (t+6) completes the negations in the PE sum (t+7).
+    localparam CNT_W = $clog2(N_CI + 1);
+    logic signed [PART_W-1:0] part [0:N_PE-1][0:GROUPS-1];
     logic signed [SUM_W-1:0] sum  [0:N_PE-1];
+    logic [CNT_W-1:0]        cnt  [0:N_PE-1];
     generate
         for (j = 0; j < N_PE; j = j + 1) begin : g_tree
             for (g = 0; g < GROUPS; g = g + 1) begin : g_part
                 always_ff @(posedge clk) begin
-                    logic signed [SUM_W-1:0] s;
+                    logic signed [PART_W-1:0] s;
                     s = '0;
-                    for (int i = 4 * g; i < 4 * g + 4 && i < N_CI; i++) s = s + SUM_W'(prod[j][i]);
+                    for (int i = 4 * g; i < 4 * g + 4 && i < N_CI; i++)
+                        s = s + (PART_W'(prod[j][i]) ^ {PART_W{neg[j][i]}});
                     part[j][g] <= s;
                 end
             end
             always_ff @(posedge clk) begin
+                logic [CNT_W-1:0] n;
+                n = '0;
+                for (int i = 0; i < N_CI; i++) n = n + CNT_W'(neg[j][i]);
+                cnt[j] <= n;
+            end
+            always_ff @(posedge clk) begin
                 logic signed [SUM_W-1:0] s;
-                s = '0;
-                for (int i = 0; i < GROUPS; i++) s = s + part[j][i];
+                s = SUM_W'(cnt[j]);
+                for (int i = 0; i < GROUPS; i++) s = s + SUM_W'(part[j][i]);
                 sum[j] <= s;
             end
             // t+8: accumulate

@@ -30,7 +30,7 @@
 `define ZQ_HEADER_MAGIC 827806042
 `define ZQ_ADDR_ALIGN 4096
 `define ZQ_DDR_WINDOW_BYTES 536870912
-`define ZQ_ROW_BITS 274
+`define ZQ_ROW_BITS 278
 `define ZQ_AXI_LINE_BYTES 128
 `define ZQ_RTL_PIPE_ADDR 3
 `define ZQ_RTL_PIPE_READ 3
@@ -41,6 +41,10 @@
 `define ZQ_RTL_OUT_FIFO_UNITS 64
 `define ZQ_RTL_OUT_FIFO_MARGIN 25
 `define ZQ_RTL_LAYER_DRAIN 4
+`define ZQ_RTL_LUT_MUL_LAT 4
+`define ZQ_PATH_1 1
+`define ZQ_PATH_2 2
+`define ZQ_PATH_BOTH 3
 `define ZQ_GAP_ROUND_HALF_UP 0
 `define ZQ_GAP_ROUND_FLOOR 1
 `define ZQ_GAP_ROUND_HALF_EVEN 2
@@ -144,37 +148,43 @@
 `define ZQ_ROW_W_RES_W 1
 `define ZQ_ROW_RD_WAIT_LSB 273
 `define ZQ_ROW_RD_WAIT_W 1
+`define ZQ_ROW_SRC_PATH_LSB 274
+`define ZQ_ROW_SRC_PATH_W 2
+`define ZQ_ROW_DST_PATH_LSB 276
+`define ZQ_ROW_DST_PATH_W 2
 `endif
 
 `ifdef ZQ_ROW_FUNCTIONS
 // layer-row field decoders: row_<field>(row)
-function automatic [4:0] row_lg_in(input [273:0] r); row_lg_in = r[0 +: 5]; endfunction
-function automatic [4:0] row_lg_out(input [273:0] r); row_lg_out = r[5 +: 5]; endfunction
-function automatic [0:0] row_k3(input [273:0] r); row_k3 = r[10 +: 1]; endfunction
-function automatic [0:0] row_s2(input [273:0] r); row_s2 = r[11 +: 1]; endfunction
-function automatic [9:0] row_ci_chunks(input [273:0] r); row_ci_chunks = r[12 +: 10]; endfunction
-function automatic [9:0] row_co_groups(input [273:0] r); row_co_groups = r[22 +: 10]; endfunction
-function automatic [6:0] row_co_last(input [273:0] r); row_co_last = r[32 +: 7]; endfunction
-function automatic [4:0] row_lg_band(input [273:0] r); row_lg_band = r[39 +: 5]; endfunction
-function automatic signed [6:0] row_shift(input [273:0] r); row_shift = r[44 +: 7]; endfunction
-function automatic [0:0] row_relu(input [273:0] r); row_relu = r[51 +: 1]; endfunction
-function automatic signed [17:0] row_out_lo(input [273:0] r); row_out_lo = r[52 +: 18]; endfunction
-function automatic signed [17:0] row_out_hi(input [273:0] r); row_out_hi = r[70 +: 18]; endfunction
-function automatic [1:0] row_src_kind(input [273:0] r); row_src_kind = r[88 +: 2]; endfunction
-function automatic [0:0] row_src_signed(input [273:0] r); row_src_signed = r[90 +: 1]; endfunction
-function automatic [19:0] row_src_base(input [273:0] r); row_src_base = r[91 +: 20]; endfunction
-function automatic [4:0] row_src_lg_rows(input [273:0] r); row_src_lg_rows = r[111 +: 5]; endfunction
-function automatic [7:0] row_src_cgrps(input [273:0] r); row_src_cgrps = r[116 +: 8]; endfunction
-function automatic [31:0] row_src_ddr(input [273:0] r); row_src_ddr = r[124 +: 32]; endfunction
-function automatic [1:0] row_dst_kind(input [273:0] r); row_dst_kind = r[156 +: 2]; endfunction
-function automatic [19:0] row_dst_base(input [273:0] r); row_dst_base = r[158 +: 20]; endfunction
-function automatic [9:0] row_dst_cw0(input [273:0] r); row_dst_cw0 = r[178 +: 10]; endfunction
-function automatic [7:0] row_dst_cg0(input [273:0] r); row_dst_cg0 = r[188 +: 8]; endfunction
-function automatic [7:0] row_dst_cgrps(input [273:0] r); row_dst_cgrps = r[196 +: 8]; endfunction
-function automatic [31:0] row_dst_ddr(input [273:0] r); row_dst_ddr = r[204 +: 32]; endfunction
-function automatic [23:0] row_w_off(input [273:0] r); row_w_off = r[236 +: 24]; endfunction
-function automatic [11:0] row_w_blk(input [273:0] r); row_w_blk = r[260 +: 12]; endfunction
-function automatic [0:0] row_w_res(input [273:0] r); row_w_res = r[272 +: 1]; endfunction
-function automatic [0:0] row_rd_wait(input [273:0] r); row_rd_wait = r[273 +: 1]; endfunction
+function automatic [4:0] row_lg_in(input [277:0] r); row_lg_in = r[0 +: 5]; endfunction
+function automatic [4:0] row_lg_out(input [277:0] r); row_lg_out = r[5 +: 5]; endfunction
+function automatic [0:0] row_k3(input [277:0] r); row_k3 = r[10 +: 1]; endfunction
+function automatic [0:0] row_s2(input [277:0] r); row_s2 = r[11 +: 1]; endfunction
+function automatic [9:0] row_ci_chunks(input [277:0] r); row_ci_chunks = r[12 +: 10]; endfunction
+function automatic [9:0] row_co_groups(input [277:0] r); row_co_groups = r[22 +: 10]; endfunction
+function automatic [6:0] row_co_last(input [277:0] r); row_co_last = r[32 +: 7]; endfunction
+function automatic [4:0] row_lg_band(input [277:0] r); row_lg_band = r[39 +: 5]; endfunction
+function automatic signed [6:0] row_shift(input [277:0] r); row_shift = r[44 +: 7]; endfunction
+function automatic [0:0] row_relu(input [277:0] r); row_relu = r[51 +: 1]; endfunction
+function automatic signed [17:0] row_out_lo(input [277:0] r); row_out_lo = r[52 +: 18]; endfunction
+function automatic signed [17:0] row_out_hi(input [277:0] r); row_out_hi = r[70 +: 18]; endfunction
+function automatic [1:0] row_src_kind(input [277:0] r); row_src_kind = r[88 +: 2]; endfunction
+function automatic [0:0] row_src_signed(input [277:0] r); row_src_signed = r[90 +: 1]; endfunction
+function automatic [19:0] row_src_base(input [277:0] r); row_src_base = r[91 +: 20]; endfunction
+function automatic [4:0] row_src_lg_rows(input [277:0] r); row_src_lg_rows = r[111 +: 5]; endfunction
+function automatic [7:0] row_src_cgrps(input [277:0] r); row_src_cgrps = r[116 +: 8]; endfunction
+function automatic [31:0] row_src_ddr(input [277:0] r); row_src_ddr = r[124 +: 32]; endfunction
+function automatic [1:0] row_dst_kind(input [277:0] r); row_dst_kind = r[156 +: 2]; endfunction
+function automatic [19:0] row_dst_base(input [277:0] r); row_dst_base = r[158 +: 20]; endfunction
+function automatic [9:0] row_dst_cw0(input [277:0] r); row_dst_cw0 = r[178 +: 10]; endfunction
+function automatic [7:0] row_dst_cg0(input [277:0] r); row_dst_cg0 = r[188 +: 8]; endfunction
+function automatic [7:0] row_dst_cgrps(input [277:0] r); row_dst_cgrps = r[196 +: 8]; endfunction
+function automatic [31:0] row_dst_ddr(input [277:0] r); row_dst_ddr = r[204 +: 32]; endfunction
+function automatic [23:0] row_w_off(input [277:0] r); row_w_off = r[236 +: 24]; endfunction
+function automatic [11:0] row_w_blk(input [277:0] r); row_w_blk = r[260 +: 12]; endfunction
+function automatic [0:0] row_w_res(input [277:0] r); row_w_res = r[272 +: 1]; endfunction
+function automatic [0:0] row_rd_wait(input [277:0] r); row_rd_wait = r[273 +: 1]; endfunction
+function automatic [1:0] row_src_path(input [277:0] r); row_src_path = r[274 +: 2]; endfunction
+function automatic [1:0] row_dst_path(input [277:0] r); row_dst_path = r[276 +: 2]; endfunction
 `undef ZQ_ROW_FUNCTIONS
 `endif

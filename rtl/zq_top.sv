@@ -3,8 +3,11 @@
 //   s_axis_in  (AXI4-Stream, 32-bit, 4 uint8 bytes per beat, HWC)  -> zq_stem
 //   m_axis_out (AXI4-Stream, 32-bit, one logit per beat)            <- zq_gap, zq_axis_out
 //   s_axi_control (AXI4-Lite; the engine specification's register map) -> zq_axil_regs
-//   m_axi_wts  (AXI4 master, 64-bit, reads): the weight image         -> zq_wdma
-//   m_axi_act  (AXI4 master, 64-bit, reads and writes): DDR tensors   -> zq_fill_dma, zq_out_dma
+//   m_axi_wts  (AXI4 master, 64-bit): reads the weight image          -> zq_wdma
+//              writes DDR tensors on activation path 2                -> zq_out_paths
+//   m_axi_act  (AXI4 master, 64-bit, reads and writes): DDR tensors,
+//              activation path 1                                      -> zq_fill_paths, zq_out_paths
+//   m_axi_act2 (AXI4 master, 64-bit): reads DDR tensors on path 2     -> zq_fill_paths (writes tied off)
 //
 // One frame per ap_start (ap_ctrl_hs), back to back with auto_restart. A frame:
 // check the two base addresses; start the weight DMA (header check, then the
@@ -28,6 +31,8 @@
 module zq_top #(
     parameter N_PE        = `ZQ_N_PE,
     parameter N_CI        = `ZQ_N_CI,
+    parameter DSP_PAIRS   = `ZQ_DSP_PAIRS,     // MAC lane pairs on DSP48E1 (the rest: LUT multipliers)
+    parameter ACT_PATHS   = `ZQ_ACT_PATHS,     // activation paths built (2: m_axi_act2 and m_axi_wts's writes)
     parameter N_LAYERS    = `ZQ_N_LAYERS,
     parameter ACT_ROWS    = `ZQ_ACT_ROWS,
     parameter WR_W        = `ZQ_WR_W,
@@ -90,7 +95,7 @@ module zq_top #(
     output wire         s_axi_control_RVALID,
     input  wire         s_axi_control_RREADY,
 
-    // m_axi_wts: reads only (its write channels are tied off)
+    // m_axi_wts: weight reads; DDR-tensor writes of activation path 2 (tied off with ACT_PATHS = 1)
     output wire         m_axi_wts_AWVALID, input wire m_axi_wts_AWREADY, output wire [`ZQ_AXI_ADDR_BITS-1:0] m_axi_wts_AWADDR,
     output wire [0:0]   m_axi_wts_AWID, output wire [7:0] m_axi_wts_AWLEN, output wire [2:0] m_axi_wts_AWSIZE,
     output wire [1:0]   m_axi_wts_AWBURST, output wire [0:0] m_axi_wts_AWLOCK, output wire [3:0] m_axi_wts_AWCACHE,
@@ -129,6 +134,26 @@ module zq_top #(
     input  wire [1:0]   m_axi_act_RRESP,
     input  wire         m_axi_act_BVALID, output wire m_axi_act_BREADY, input wire [1:0] m_axi_act_BRESP,
     input  wire [0:0]   m_axi_act_BID, input wire [0:0] m_axi_act_BUSER,
+
+    // m_axi_act2: reads (input rings) of activation path 2; its write channels are tied off
+    output wire         m_axi_act2_AWVALID, input wire m_axi_act2_AWREADY, output wire [`ZQ_AXI_ADDR_BITS-1:0] m_axi_act2_AWADDR,
+    output wire [0:0]   m_axi_act2_AWID, output wire [7:0] m_axi_act2_AWLEN, output wire [2:0] m_axi_act2_AWSIZE,
+    output wire [1:0]   m_axi_act2_AWBURST, output wire [0:0] m_axi_act2_AWLOCK, output wire [3:0] m_axi_act2_AWCACHE,
+    output wire [2:0]   m_axi_act2_AWPROT, output wire [3:0] m_axi_act2_AWQOS, output wire [3:0] m_axi_act2_AWREGION,
+    output wire [0:0]   m_axi_act2_AWUSER,
+    output wire         m_axi_act2_WVALID, input wire m_axi_act2_WREADY, output wire [`ZQ_AXI_DATA_BITS-1:0] m_axi_act2_WDATA,
+    output wire [`ZQ_AXI_DATA_BITS/8-1:0] m_axi_act2_WSTRB, output wire m_axi_act2_WLAST, output wire [0:0] m_axi_act2_WID,
+    output wire [0:0]   m_axi_act2_WUSER,
+    output wire         m_axi_act2_ARVALID, input wire m_axi_act2_ARREADY, output wire [`ZQ_AXI_ADDR_BITS-1:0] m_axi_act2_ARADDR,
+    output wire [0:0]   m_axi_act2_ARID, output wire [7:0] m_axi_act2_ARLEN, output wire [2:0] m_axi_act2_ARSIZE,
+    output wire [1:0]   m_axi_act2_ARBURST, output wire [0:0] m_axi_act2_ARLOCK, output wire [3:0] m_axi_act2_ARCACHE,
+    output wire [2:0]   m_axi_act2_ARPROT, output wire [3:0] m_axi_act2_ARQOS, output wire [3:0] m_axi_act2_ARREGION,
+    output wire [0:0]   m_axi_act2_ARUSER,
+    input  wire         m_axi_act2_RVALID, output wire m_axi_act2_RREADY, input wire [`ZQ_AXI_DATA_BITS-1:0] m_axi_act2_RDATA,
+    input  wire         m_axi_act2_RLAST, input wire [0:0] m_axi_act2_RID, input wire [0:0] m_axi_act2_RUSER,
+    input  wire [1:0]   m_axi_act2_RRESP,
+    input  wire         m_axi_act2_BVALID, output wire m_axi_act2_BREADY, input wire [1:0] m_axi_act2_BRESP,
+    input  wire [0:0]   m_axi_act2_BID, input wire [0:0] m_axi_act2_BUSER,
 
     output wire         interrupt
 );
@@ -236,7 +261,7 @@ module zq_top #(
     logic        c_k3, c_s2, c_relu, c_src_signed, c_w_res, c_rd_wait, c_ring, c_src_ddr;
     logic [9:0]  c_chunks, c_groups, c_dst_cw0;
     logic [6:0]  c_co_last;
-    logic [1:0]  c_dst_kind;
+    logic [1:0]  c_dst_kind, c_src_path, c_dst_path;
     logic [ROW_W-1:0] c_src_base, c_dst_base;
     logic [7:0]  c_dst_cg0, c_src_cgrps;
     logic [10:0] c_in_rows;
@@ -330,11 +355,11 @@ module zq_top #(
                     c_src_base <= ROW_W'(row_src_base(row));  c_src_lg_rows <= row_src_lg_rows(row);
                     c_ring <= row_src_kind(row) != 2'(`ZQ_SRC_ACT);
                     c_src_ddr <= row_src_kind(row) == 2'(`ZQ_SRC_DDR);
-                    c_src_cgrps <= row_src_cgrps(row);
+                    c_src_cgrps <= row_src_cgrps(row);  c_src_path <= row_src_path(row);
                     c_src_addr <= act_base + row_src_ddr(row);
                     c_in_rows <= (row_src_kind(row) == 2'(`ZQ_SRC_STEM)) ? 11'(STEM_SIZE) : (11'd1 << row_lg_in(row));
                     c_dst_kind <= row_dst_kind(row);  c_dst_base <= ROW_W'(row_dst_base(row));
-                    c_dst_cw0 <= row_dst_cw0(row);    c_dst_cg0 <= row_dst_cg0(row);
+                    c_dst_cw0 <= row_dst_cw0(row);    c_dst_cg0 <= row_dst_cg0(row);  c_dst_path <= row_dst_path(row);
                     c_dst_addr <= act_base + row_dst_ddr(row);
                     c_w_off <= row_w_off(row);  c_w_blk <= row_w_blk(row);  c_w_res <= row_w_res(row) != 0;
                     c_rd_wait <= row_rd_wait(row) != 0;
@@ -477,28 +502,35 @@ module zq_top #(
         .m_rdata(m_axi_wts_RDATA), .m_rlast(m_axi_wts_RLAST), .m_rresp(m_axi_wts_RRESP), .bytes_read(wdma_bytes)
     );
 
-    zq_fill_dma #(.N_PE(N_PE), .ROW_W(ROW_W)) u_fill (
-        .clk(ap_clk), .rst(rst_any[RST_FILL]), .start(layer_start && c_src_ddr), .abort(abort), .base(c_src_addr),
-        .lg_w(c_lg_in), .cgrps(c_src_cgrps), .ring(c_src_base), .lg_rows(c_src_lg_rows),
+    zq_fill_paths #(.N_PE(N_PE), .ROW_W(ROW_W), .PATHS(ACT_PATHS)) u_fill (
+        .clk(ap_clk), .rst(rst_any[RST_FILL]), .start(layer_start && c_src_ddr), .paths(c_src_path), .abort(abort),
+        .base(c_src_addr), .lg_w(c_lg_in), .cgrps(c_src_cgrps), .ring(c_src_base), .lg_rows(c_src_lg_rows),
         .release_rows(rows_release), .rows_avail(fill_rows), .busy(fill_busy),
         .b_valid(fill_b_valid), .b_ready(fill_b_ready), .b_row(fill_b_row), .b_data(fill_b_data),
-        .m_arvalid(m_axi_act_ARVALID), .m_arready(m_axi_act_ARREADY), .m_araddr(m_axi_act_ARADDR),
-        .m_arlen(m_axi_act_ARLEN), .m_rvalid(m_axi_act_RVALID), .m_rready(m_axi_act_RREADY),
-        .m_rdata(m_axi_act_RDATA), .m_rlast(m_axi_act_RLAST), .m_rresp(m_axi_act_RRESP), .err(fill_err),
-        .bytes_read(fill_bytes)
+        .m0_arvalid(m_axi_act_ARVALID), .m0_arready(m_axi_act_ARREADY), .m0_araddr(m_axi_act_ARADDR),
+        .m0_arlen(m_axi_act_ARLEN), .m0_rvalid(m_axi_act_RVALID), .m0_rready(m_axi_act_RREADY),
+        .m0_rdata(m_axi_act_RDATA), .m0_rlast(m_axi_act_RLAST), .m0_rresp(m_axi_act_RRESP),
+        .m1_arvalid(m_axi_act2_ARVALID), .m1_arready(m_axi_act2_ARREADY), .m1_araddr(m_axi_act2_ARADDR),
+        .m1_arlen(m_axi_act2_ARLEN), .m1_rvalid(m_axi_act2_RVALID), .m1_rready(m_axi_act2_RREADY),
+        .m1_rdata(m_axi_act2_RDATA), .m1_rlast(m_axi_act2_RLAST), .m1_rresp(m_axi_act2_RRESP),
+        .err(fill_err), .bytes_read(fill_bytes)
     );
 
-    zq_out_dma #(.N_PE(N_PE)) u_out (
-        .clk(ap_clk), .rst(rst_any[RST_OUT]), .abort(abort), .in_valid(ddr_valid), .in_addr(ddr_addr), .in_left(ddr_left),
-        .in_data(ddr_data), .full(out_full),
-        .m_awvalid(m_axi_act_AWVALID), .m_awready(m_axi_act_AWREADY), .m_awaddr(m_axi_act_AWADDR),
-        .m_awlen(m_axi_act_AWLEN), .m_wvalid(m_axi_act_WVALID), .m_wready(m_axi_act_WREADY),
-        .m_wdata(m_axi_act_WDATA), .m_wlast(m_axi_act_WLAST), .m_bvalid(m_axi_act_BVALID),
-        .m_bready(m_axi_act_BREADY), .m_bresp(m_axi_act_BRESP), .err(out_err), .idle(out_idle),
-        .bytes_written(out_bytes)
+    zq_out_paths #(.N_PE(N_PE), .PATHS(ACT_PATHS)) u_out (
+        .clk(ap_clk), .rst(rst_any[RST_OUT]), .abort(abort), .paths(c_dst_path), .in_valid(ddr_valid), .in_addr(ddr_addr),
+        .in_left(ddr_left), .in_data(ddr_data), .full(out_full),
+        .m0_awvalid(m_axi_act_AWVALID), .m0_awready(m_axi_act_AWREADY), .m0_awaddr(m_axi_act_AWADDR),
+        .m0_awlen(m_axi_act_AWLEN), .m0_wvalid(m_axi_act_WVALID), .m0_wready(m_axi_act_WREADY),
+        .m0_wdata(m_axi_act_WDATA), .m0_wlast(m_axi_act_WLAST), .m0_bvalid(m_axi_act_BVALID),
+        .m0_bready(m_axi_act_BREADY), .m0_bresp(m_axi_act_BRESP),
+        .m1_awvalid(m_axi_wts_AWVALID), .m1_awready(m_axi_wts_AWREADY), .m1_awaddr(m_axi_wts_AWADDR),
+        .m1_awlen(m_axi_wts_AWLEN), .m1_wvalid(m_axi_wts_WVALID), .m1_wready(m_axi_wts_WREADY),
+        .m1_wdata(m_axi_wts_WDATA), .m1_wlast(m_axi_wts_WLAST), .m1_bvalid(m_axi_wts_BVALID),
+        .m1_bready(m_axi_wts_BREADY), .m1_bresp(m_axi_wts_BRESP),
+        .err(out_err), .idle(out_idle), .bytes_written(out_bytes)
     );
 
-    zq_core #(.N_PE(N_PE), .N_CI(N_CI), .ROW_W(ROW_W), .WR_W(WR_W), .GAP_ROWS(GAP_ROWS)) u_core (
+    zq_core #(.N_PE(N_PE), .N_CI(N_CI), .DSP_PAIRS(DSP_PAIRS), .ROW_W(ROW_W), .WR_W(WR_W), .GAP_ROWS(GAP_ROWS)) u_core (
         .clk(ap_clk), .rst(rst_any[RST_CORE]), .frame_start(frame_start), .start(layer_start), .abort(abort), .busy(core_busy),
         .lg_in(c_lg_in), .lg_out(c_lg_out), .k3(c_k3), .s2(c_s2), .ci_chunks(c_chunks), .co_groups(c_groups),
         .co_last(c_co_last), .lg_band(c_lg_band), .ring_fed(c_ring), .src_signed(c_src_signed),
@@ -579,13 +611,10 @@ module zq_top #(
 
     // ---- tied-off and constant AXI fields (full-width INCR beats, ID 0, AxCACHE 0011) ---------------
     localparam [2:0] AXSIZE = 3'($clog2(`ZQ_AXI_DATA_BITS / 8));
-    assign m_axi_wts_AWVALID = 1'b0; assign m_axi_wts_AWADDR = '0; assign m_axi_wts_AWID = '0;
-    assign m_axi_wts_AWLEN = '0; assign m_axi_wts_AWSIZE = AXSIZE; assign m_axi_wts_AWBURST = 2'd1;
+    assign m_axi_wts_AWID = '0; assign m_axi_wts_AWSIZE = AXSIZE; assign m_axi_wts_AWBURST = 2'd1;
     assign m_axi_wts_AWLOCK = '0; assign m_axi_wts_AWCACHE = 4'd3; assign m_axi_wts_AWPROT = '0;
     assign m_axi_wts_AWQOS = '0; assign m_axi_wts_AWREGION = '0; assign m_axi_wts_AWUSER = '0;
-    assign m_axi_wts_WVALID = 1'b0; assign m_axi_wts_WDATA = '0; assign m_axi_wts_WSTRB = '0;
-    assign m_axi_wts_WLAST = 1'b0; assign m_axi_wts_WID = '0; assign m_axi_wts_WUSER = '0;
-    assign m_axi_wts_BREADY = 1'b1;
+    assign m_axi_wts_WSTRB = '1; assign m_axi_wts_WID = '0; assign m_axi_wts_WUSER = '0;
     assign m_axi_wts_ARID = '0; assign m_axi_wts_ARSIZE = AXSIZE; assign m_axi_wts_ARBURST = 2'd1;
     assign m_axi_wts_ARLOCK = '0; assign m_axi_wts_ARCACHE = 4'd3; assign m_axi_wts_ARPROT = '0;
     assign m_axi_wts_ARQOS = '0; assign m_axi_wts_ARREGION = '0; assign m_axi_wts_ARUSER = '0;
@@ -596,10 +625,22 @@ module zq_top #(
     assign m_axi_act_ARID = '0; assign m_axi_act_ARSIZE = AXSIZE; assign m_axi_act_ARBURST = 2'd1;
     assign m_axi_act_ARLOCK = '0; assign m_axi_act_ARCACHE = 4'd3; assign m_axi_act_ARPROT = '0;
     assign m_axi_act_ARQOS = '0; assign m_axi_act_ARREGION = '0; assign m_axi_act_ARUSER = '0;
+    assign m_axi_act2_AWVALID = 1'b0; assign m_axi_act2_AWADDR = '0; assign m_axi_act2_AWID = '0;
+    assign m_axi_act2_AWLEN = '0; assign m_axi_act2_AWSIZE = AXSIZE; assign m_axi_act2_AWBURST = 2'd1;
+    assign m_axi_act2_AWLOCK = '0; assign m_axi_act2_AWCACHE = 4'd3; assign m_axi_act2_AWPROT = '0;
+    assign m_axi_act2_AWQOS = '0; assign m_axi_act2_AWREGION = '0; assign m_axi_act2_AWUSER = '0;
+    assign m_axi_act2_WVALID = 1'b0; assign m_axi_act2_WDATA = '0; assign m_axi_act2_WSTRB = '0;
+    assign m_axi_act2_WLAST = 1'b0; assign m_axi_act2_WID = '0; assign m_axi_act2_WUSER = '0;
+    assign m_axi_act2_BREADY = 1'b1;
+    assign m_axi_act2_ARID = '0; assign m_axi_act2_ARSIZE = AXSIZE; assign m_axi_act2_ARBURST = 2'd1;
+    assign m_axi_act2_ARLOCK = '0; assign m_axi_act2_ARCACHE = 4'd3; assign m_axi_act2_ARPROT = '0;
+    assign m_axi_act2_ARQOS = '0; assign m_axi_act2_ARREGION = '0; assign m_axi_act2_ARUSER = '0;
 
-    wire unused_ok = &{1'b0, s_axis_in_TKEEP, s_axis_in_TSTRB, m_axi_wts_AWREADY, m_axi_wts_WREADY,
-                       m_axi_wts_RID, m_axi_wts_RUSER, m_axi_wts_BVALID, m_axi_wts_BRESP, m_axi_wts_BID,
+    wire unused_ok = &{1'b0, s_axis_in_TKEEP, s_axis_in_TSTRB,
+                       m_axi_wts_RID, m_axi_wts_RUSER, m_axi_wts_BID,
                        m_axi_wts_BUSER, m_axi_act_RID, m_axi_act_RUSER, m_axi_act_BID, m_axi_act_BUSER,
+                       m_axi_act2_AWREADY, m_axi_act2_WREADY, m_axi_act2_RID, m_axi_act2_RUSER, m_axi_act2_BVALID,
+                       m_axi_act2_BRESP, m_axi_act2_BID, m_axi_act2_BUSER,
                        wdma_hdr_ok, li[LI_W]};
 
 endmodule

@@ -231,12 +231,14 @@ class _Stream:
     """A DMA that fills a ring of ``ring`` slots item by item (rows or words), with ``latency``
     cycles from request to first beat, its beats at ``chan.cpb(t)`` cycles each (1: one beat per
     cycle; the memory's rate at the time); an item may be requested once the consumer has
-    released the item that slot held (``release``)."""
+    released the item that slot held (``release``). Item i is ring row ``phase + step * i`` (one
+    of two DMAs that read alternate rows: ``step`` 2)."""
 
     def __init__(self, t0: float, beats: list[int], ring: int | None, release: _Released, latency: int,
-                 extra: int, chan: "_Channel | None" = None):
+                 extra: int, chan: "_Channel | None" = None, step: int = 1, phase: int = 0):
         self.beats, self.ring, self.release, self.latency, self.extra = beats, ring, release, latency, extra
         self.chan = chan or _Channel(1.0, None)
+        self.step, self.phase = step, phase
         self.done: list[float] = []
         self.t0 = t0
 
@@ -244,31 +246,95 @@ class _Stream:
         """Time at which the first ``n`` items are in the ring."""
         while len(self.done) < n:
             i = len(self.done)
+            row = self.phase + self.step * i
             prev = self.done[-1] if self.done else self.t0
-            req = self.t0 if self.ring is None else max(self.t0, self.release.when(i + 1 - self.ring))
+            req = self.t0 if self.ring is None else max(self.t0, self.release.when(row + 1 - self.ring))
             start = max(prev, req + self.latency)
             self.done.append(self.chan.move(start, self.beats[i]))
         return self.done[n - 1] + self.extra if n > 0 else float("-inf")
 
 
+class _RowPair:
+    """Two DMAs on two activation paths (zq_fill_paths): even rows on one, odd rows on the other;
+    the first ``n`` rows are in the ring when both halves are, a cycle later (the registered count)."""
+
+    def __init__(self, even: _Stream, odd: _Stream):
+        self.even, self.odd = even, odd
+
+    def ready(self, n: int) -> float:
+        if n <= 0:
+            return float("-inf")
+        return max(self.even.ready((n + 1) // 2), self.odd.ready(n // 2)) + 1
+
+
+class _Timeline:
+    """The windows in which the model shares the DDR budget: each layer's time, from its row
+    fetch, cut into windows of :data:`SHARED_WINDOW` cycles (the last one shorter). A window is
+    named by (layer, k), so that a later pass finds the factors of a layer's windows at the same
+    place in the layer even when the layers before it got faster or slower (a window of absolute
+    time would fall on another layer). Layer -1 is the time before the first layer's fetch."""
+
+    def __init__(self):
+        self.starts: list[float] = []     # each layer's fetch, in order, as the pass reaches it
+
+    def start_layer(self, t: float) -> None:
+        self.starts.append(t)
+
+    def key(self, t: float) -> tuple[int, int]:
+        i = bisect.bisect_right(self.starts, t) - 1
+        return (i, int((t - self.starts[i]) // SHARED_WINDOW)) if i >= 0 else (-1, 0)
+
+    def window(self, key: tuple[int, int]) -> tuple[float, float]:
+        """The window's [start, end) in this pass."""
+        i, k = key
+        first = self.starts[0] if self.starts else 0.0
+        if i < 0:
+            return first - SHARED_WINDOW, first
+        t0 = self.starts[i] + k * SHARED_WINDOW
+        nxt = self.starts[i + 1] if i + 1 < len(self.starts) else float("inf")
+        return t0, min(t0 + SHARED_WINDOW, nxt)
+
+    def split(self, t0: float, t1: float):
+        """[t0, t1) cut at the window boundaries: (key, start, end) pieces."""
+        s = t0
+        while s < t1:
+            key = self.key(s)
+            cut = min(t1, self.window(key)[1])
+            if cut <= s:            # (a window of zero length: a layer's fetch at this very time)
+                cut = min(t1, s + 1e-9)
+            yield key, s, cut
+            s = cut
+
+
 class _Channel:
     """One direction of a port in the model: ``beats_per_cycle`` alone, slowed by ``slow`` (the
-    shared budget's factor per time window of the previous pass), its busy intervals recorded."""
+    shared budget's factor per window of the previous pass, by :class:`_Timeline` key), its busy
+    intervals recorded."""
 
-    def __init__(self, beats_per_cycle: float, slow: list[float] | None, window: int = 1):
+    def __init__(self, beats_per_cycle: float, slow: dict | None = None, timeline: _Timeline | None = None):
         self.cpb0 = 1.0 / beats_per_cycle
-        self.slow, self.window = slow, window
+        self.slow, self.timeline = slow, timeline
         self.busy: list[tuple[float, float, float]] = []     # (start, end, slowdown used)
 
     def move(self, start: float, beats: int) -> float:
-        """A transfer of ``beats`` starting at ``start``: the time its last beat is done."""
-        f = 1.0
-        if self.slow:
-            w = int(start // self.window) if start > 0 else 0
-            f = self.slow[w] if w < len(self.slow) else 1.0
-        end = start + beats * self.cpb0 * f
-        self.busy.append((start, end, f))
-        return end
+        """A transfer of ``beats`` starting at ``start``: the time its last beat is done (in each
+        window at that window's factor)."""
+        if not self.slow:
+            end = start + beats * self.cpb0
+            self.busy.append((start, end, 1.0))
+            return end
+        t, left = start, float(beats)
+        while True:
+            key = self.timeline.key(t)
+            f = self.slow.get(key, 1.0)
+            w_end = self.timeline.window(key)[1]
+            end = t + left * self.cpb0 * f
+            if end <= w_end or w_end <= t:
+                self.busy.append((t, end, f))
+                return end
+            self.busy.append((t, w_end, f))
+            left -= (w_end - t) / (self.cpb0 * f)
+            t = w_end
 
 
 # ---- the model ----------------------------------------------------------------------------
@@ -285,80 +351,93 @@ def _released_rows(l, band: int) -> int:
     return min(l.in_size, max(0, nxt - l.k // 2))
 
 
-SHARED_WINDOW = 2048   # cycles: the time windows in which the model shares the DDR budget
+SHARED_WINDOW = 512    # cycles: the windows (of a layer's time) in which the model shares the DDR budget
 
 
 def predict(plan, memory: E.MemoryModel | str | None = None, timing: RtlTiming = RTL_TIMING,
-            cached: bool = True, clock_mhz: float = 100.0, passes: int = 4) -> dict:
+            cached: bool = True, clock_mhz: float = 100.0, passes: int = 8) -> dict:
     """The frame and every layer under ``memory`` (a MemoryModel or a preset's name; default ``ideal``).
 
-    The shared budget: after a pass, every window of ``SHARED_WINDOW`` cycles gets each channel's
-    demand (its busy time at its own rate, the weight reads, the tensor reads and writes) and the
-    charged input stream's bytes; where they exceed the budget, the channels share it max-min fairly
-    (a channel that needs less than an equal share keeps its demand: what the memory's arbitration,
-    a beat for every ready channel while the budget is positive, does on average) and the next pass
-    slows each channel's transfers in that window by its factor. ``passes`` bounds the passes."""
+    The shared budget: after a pass, in every window (a layer's time in pieces of ``SHARED_WINDOW``
+    cycles, :class:`_Timeline`) the channels busy at the same moment (the weight reads, the tensor
+    reads and writes of both activation paths) share what the budget leaves after the charged
+    streams, max-min fairly (:func:`_share`: the memory's arbitration, a beat for every ready
+    channel while the budget is positive), and the next pass slows each channel's transfers in
+    that window by its factor. The passes stop when no factor changes by more than 0.5 %, or
+    after ``passes``."""
     M = memory_of(memory)
     rates = port_rates(M)
-    slow: dict[str, list[float]] | None = None
+    slow: dict[str, dict] | None = None
     res = None
     for k in range(max(1, passes)):
-        res, chans, stream = _one_pass(plan, M, timing, cached, clock_mhz, rates, slow)
+        res, chans, stream, tl = _one_pass(plan, M, timing, cached, clock_mhz, rates, slow)
         if not rates["shared_bytes"] or k == passes - 1:
             break
-        nxt = _share(chans, stream, rates["shared_bytes"], M.beat_bytes)
-        if nxt == slow or (slow is None and not any(f > 1.0 for v in nxt.values() for f in v)):
+        nxt = _share(chans, stream, tl, rates["shared_bytes"], M.beat_bytes)
+        if not any(f > 1.0 for v in nxt.values() for f in v.values()) and not slow:
+            break
+        if slow and all(abs(nxt[c].get(w, 1.0) / slow[c].get(w, 1.0) - 1.0) <= 0.005
+                        for c in nxt for w in set(nxt[c]) | set(slow[c])):
             break
         slow = nxt
     if slow:   # a DDR-bound layer whose channel the shared budget slowed: bound by the shared budget
-        chan = {"ddr read": "act read", "ddr write": "act write", "weights": "weights"}
-        for l in res["layers"]:
-            c = chan.get(l["bound"])
-            if c is None:
-                continue
-            w0, w1 = l["start_cycle"] // SHARED_WINDOW, (l["start_cycle"] + l["cycles"]) // SHARED_WINDOW + 1
-            f = slow[c][w0:w1]
-            if f and sum(f) / len(f) > 1.02:
-                l["bound"] = "ddr shared"
+        chan = {"ddr read": ("act read", "act2 read"), "ddr write": ("act write", "wts write"),
+                "weights": ("weights",)}
+        for i, l in enumerate(res["layers"]):
+            for c in chan.get(l["bound"], ()):
+                f = [v for (li, _), v in slow[c].items() if li == i]
+                if f and sum(f) / len(f) > 1.02:
+                    l["bound"] = "ddr shared"
     return res
 
 
-def _share(chans: dict, stream: list[float], budget: float, beat: int) -> dict[str, list[float]]:
-    """Per channel and window, the factor by which the shared budget slows it (1: not at all)."""
-    W = SHARED_WINDOW
-    n = 1 + int(max([e for c in chans.values() for _, e, _ in c.busy] + [len(stream) * W]) // W)
-    demand = {}
+def _share(chans: dict, stream: dict, tl: _Timeline, budget: float, beat: int) -> dict[str, dict]:
+    """Per channel and window (a :class:`_Timeline` key), the factor by which the shared budget
+    slows it in the next pass (1: not at all). Within a window, at every moment the channels
+    busy in this pass (each moving, or wanting to move, a beat a cycle at its own rate) share
+    what the window's budget leaves after the charged streams, max-min fairly (water filling:
+    the memory's arbitration, a beat for every ready channel while the budget is positive);
+    a channel's factor is its rate alone over its share, averaged over the time it is busy there.
+    So channels that overlap share, and a channel that runs alone in a window is not slowed."""
+    pieces: dict = {}                                   # key -> [(start, end, channel)]
+    rate = {}
     for name, c in chans.items():
-        d = [0.0] * n
-        rate = beat / c.cpb0                                # bytes per cycle when alone
-        for s0, e0, f in c.busy:
-            if e0 <= s0:
-                continue
-            per = rate / f                                  # unslowed bytes per cycle of the interval
-            s, e = max(0.0, s0), e0
-            while s < e:
-                w = int(s // W)
-                cut = min(e, (w + 1) * W)
-                d[w] += per * (cut - s)
-                s = cut
-        demand[name] = [x / W for x in d]
-    out = {name: [1.0] * n for name in chans}
-    for w in range(n):
-        cap = budget - (stream[w] / W if w < len(stream) else 0.0)
-        want = {k: v[w] for k, v in demand.items() if v[w] > 0}
-        if sum(want.values()) <= cap or not want:
-            continue
-        cap = max(cap, 1e-9)
-        level, left, rest = 0.0, cap, sorted(want.items(), key=lambda kv: kv[1])
-        for i, (k, v) in enumerate(rest):                   # water filling
-            share = left / (len(rest) - i)
-            if v <= share:
-                left -= v
-                continue
-            level = share
-            for k2, v2 in rest[i:]:
-                out[k2][w] = v2 / level
-            break
+        rate[name] = beat / c.cpb0                      # bytes per cycle when alone
+        for s0, e0, _ in c.busy:
+            if e0 > s0:
+                for key, a, b in tl.split(s0, e0):
+                    pieces.setdefault(key, []).append((a, b, name))
+    out = {name: {} for name in chans}
+    for key, ps in pieces.items():
+        t0, t1 = tl.window(key)
+        length = max(1.0, min(t1, t0 + SHARED_WINDOW) - t0)
+        cap = max(budget - stream.get(key, 0.0) / length, 1e-9)
+        if sum(rate[n] for n in {n for _, _, n in ps}) <= cap:
+            continue                                    # even all at once they fit
+        events = sorted([(a, 1, n) for a, _, n in ps] + [(b, -1, n) for _, b, n in ps])
+        active: dict[str, int] = {}
+        busy = dict.fromkeys(rate, 0.0)
+        slow_t = dict.fromkeys(rate, 0.0)
+        prev = events[0][0]
+        for t, d, n in events:
+            if t > prev and active:
+                dt = t - prev
+                want = sorted((rate[k], k) for k in active)
+                left, shares = cap, {}
+                for i, (r, k) in enumerate(want):       # water filling
+                    sh = min(r, left / (len(want) - i))
+                    shares[k] = sh
+                    left -= sh
+                for k, sh in shares.items():
+                    busy[k] += dt
+                    slow_t[k] += dt * rate[k] / max(sh, 1e-9)
+            prev = t
+            active[n] = active.get(n, 0) + d
+            if active[n] == 0:
+                del active[n]
+        for k in rate:
+            if busy[k] > 0 and slow_t[k] > busy[k] * 1.0005:
+                out[k][key] = slow_t[k] / busy[k]
     return out
 
 
@@ -370,10 +449,13 @@ def _one_pass(plan, M: E.MemoryModel, T: RtlTiming, cached: bool, clock_mhz: flo
     bpw = n_pe * n_ci // 8                 # beats per weight word
     L = plan.layers
     slow = slow or {}
-    W = SHARED_WINDOW
-    ch_w = _Channel(rates["read_beats"], slow.get("weights"), W)      # m_axi_wts reads
-    ch_r = _Channel(rates["read_beats"], slow.get("act read"), W)     # m_axi_act reads (ring fills)
-    ch_o = _Channel(rates["write_beats"], slow.get("act write"), W)   # m_axi_act writes
+    tl = _Timeline()
+    ch_w = _Channel(rates["read_beats"], slow.get("weights"), tl)      # m_axi_wts reads
+    # the activation paths (spec.engine PATH_1, PATH_2): ring fills and DDR-tensor writes
+    ch_r = {E.PATH_1: _Channel(rates["read_beats"], slow.get("act read"), tl),       # m_axi_act reads
+            E.PATH_2: _Channel(rates["read_beats"], slow.get("act2 read"), tl)}      # m_axi_act2 reads
+    ch_o = {E.PATH_1: _Channel(rates["write_beats"], slow.get("act write"), tl),     # m_axi_act writes
+            E.PATH_2: _Channel(rates["write_beats"], slow.get("wts write"), tl)}     # m_axi_wts writes
 
     # ---- the weight stream (zq_wdma): header, then the words in consumption order -------------
     w_release = _Released(0.0)
@@ -428,6 +510,7 @@ def _one_pass(plan, M: E.MemoryModel, T: RtlTiming, cached: bool, clock_mhz: flo
     for li, l in enumerate(L):
         row = l.row
         t_fetch = t
+        tl.start_layer(t_fetch)
         t = t_fetch + T.layer_pre
         wait_wr = 0.0
         if row.get("rd_wait"):
@@ -441,8 +524,23 @@ def _one_pass(plan, M: E.MemoryModel, T: RtlTiming, cached: bool, clock_mhz: flo
         if l.src_kind == E.SRC_DDR:
             cg = row["src_cgrps"]
             fill_release = _Released(t_start)
-            fill = _Stream(t_start + T.dma_start, [l.in_size * cg * bpu] * l.in_size, l.ring_rows, fill_release,
-                           M.read_latency + T.dma_start, T.row_written, ch_r)
+            paths = row.get("src_path") or E.PATH_1
+            n_paths = 2 if paths == E.PATH_BOTH else 1
+            # the activation RAM's port B takes a unit (bpu beats) a cycle, less the cycles the
+            # results take (one write per output pixel and group, while the loop runs): a path
+            # gets its share of it, and beyond that its beats take longer
+            spp_ = l.k * l.k * l.ci_chunks
+            a_writes = l.mac_cycles / spp_ if l.dst_kind == E.DST_ACT else 0.0
+            read_est = l.in_size * l.in_size * cg * bpu / n_paths / rates["read_beats"]
+            port_b = bpu / n_paths * (1.0 - a_writes / max(l.mac_cycles + read_est, 1.0))
+            row_beats = l.in_size * cg * bpu * max(1.0, rates["read_beats"] / port_b)
+            if paths == E.PATH_BOTH:         # even rows on path 1, odd rows on path 2
+                fill = _RowPair(*(_Stream(t_start + T.dma_start, [row_beats] * ((l.in_size + 1 - ph) // 2),
+                                          l.ring_rows, fill_release, M.read_latency + T.dma_start, T.row_written,
+                                          ch_r[p], step=2, phase=ph) for ph, p in ((0, E.PATH_1), (1, E.PATH_2))))
+            else:
+                fill = _Stream(t_start + T.dma_start, [row_beats] * l.in_size, l.ring_rows, fill_release,
+                               M.read_latency + T.dma_start, T.row_written, ch_r[paths])
             rd_bytes += l.in_size * l.in_size * cg * n_pe
         spp = l.k * l.k * l.ci_chunks     # MAC steps per output pixel
         band_px = l.band_rows * l.out_size
@@ -473,12 +571,21 @@ def _one_pass(plan, M: E.MemoryModel, T: RtlTiming, cached: bool, clock_mhz: flo
                 t += steps
                 if l.dst_kind == E.DST_DDR:
                     # the write port drains band_px units of bpu beats; the loop runs at most
-                    # out_fifo_ahead units ahead of it
+                    # out_fifo_ahead units ahead of it (with both paths: alternate 128-byte lines
+                    # on each port, each with its own FIFO)
                     first = t_run + spp + T.result_latency + T.burst_start
                     start = max(w_free, first)
-                    w_free = ch_o.move(start, band_px * bpu)
-                    cpb = (w_free - start) / (band_px * bpu)
-                    lim = w_free - T.out_fifo_ahead * bpu * cpb - T.result_latency
+                    paths = row.get("dst_path") or E.PATH_1
+                    beats = band_px * bpu
+                    if paths == E.PATH_BOTH:
+                        half = beats // 2
+                        w_free = max(ch_o[E.PATH_1].move(start, beats - half), ch_o[E.PATH_2].move(start, half))
+                        ahead = 2 * T.out_fifo_ahead
+                    else:
+                        w_free = ch_o[paths].move(start, beats)
+                        ahead = T.out_fifo_ahead
+                    cpb = (w_free - start) / beats
+                    lim = w_free - ahead * bpu * cpb - T.result_latency
                     if lim > t:
                         stall_out += lim - t
                         t = lim
@@ -512,13 +619,13 @@ def _one_pass(plan, M: E.MemoryModel, T: RtlTiming, cached: bool, clock_mhz: flo
     macs = sum(l.macs for l in L)
     period = cycles + T.restart
     # the charged streams per window: the input frame as the stem takes it, the logits at the end
-    stream = []
+    stream: dict = {}
     if M.charge_streams:
         row_bytes = st["in_size"] * st["in_ch"]
         for k, t1 in enumerate(raw_done):
             t0 = raw_done[k - 1] if k else t1 - raw_row
-            _spread(stream, t0, t1, row_bytes)
-        _spread(stream, t_end - n_cls, t_end, 4 * n_cls)
+            _spread(stream, tl, t0, t1, row_bytes)
+        _spread(stream, tl, t_end - n_cls, t_end, 4 * n_cls)
     res = dict(
         label="cycle model of the RTL twin (zynqflow.spec.cycles): an event model over the plan, not a measurement",
         memory=asdict(M), memory_rates=rates, cached_weights=bool(plan.weight_cache and cached), layers=out,
@@ -527,21 +634,15 @@ def _one_pass(plan, M: E.MemoryModel, T: RtlTiming, cached: bool, clock_mhz: flo
                    utilization=macs / (n_pe * n_ci * cycles) if cycles else 0.0,
                    mac_cycles=sum(l.mac_cycles for l in L), dram_rd_bytes=int(rd_bytes),
                    dram_wr_bytes=int(wr_bytes)))
-    return res, {"weights": ch_w, "act read": ch_r, "act write": ch_o}, stream
+    return res, {"weights": ch_w, "act read": ch_r[E.PATH_1], "act2 read": ch_r[E.PATH_2],
+                 "act write": ch_o[E.PATH_1], "wts write": ch_o[E.PATH_2]}, stream, tl
 
 
-def _spread(acc: list[float], t0: float, t1: float, amount: float) -> None:
-    """Add ``amount`` spread evenly over [t0, t1) to the per-window list ``acc``."""
-    W = SHARED_WINDOW
+def _spread(acc: dict, tl: _Timeline, t0: float, t1: float, amount: float) -> None:
+    """Add ``amount`` spread evenly over [t0, t1) to the per-window dict ``acc`` (:class:`_Timeline` keys)."""
     t0 = max(0.0, t0)
     if t1 <= t0:
         t1 = t0 + 1e-9
     per = amount / (t1 - t0)
-    s = t0
-    while s < t1:
-        w = int(s // W)
-        while len(acc) <= w:
-            acc.append(0.0)
-        cut = min(t1, (w + 1) * W)
-        acc[w] += per * (cut - s)
-        s = cut
+    for key, a, b in tl.split(t0, t1):
+        acc[key] = acc.get(key, 0.0) + per * (b - a)

@@ -57,6 +57,10 @@ RTL_PIPE_MAC = 8         # zq_mac_array: S3 -> S11
 RTL_PIPE_REQUANT = 5     # zq_requant: S11 -> S16
 RTL_PIPE_WRITEBACK = 1   # S17: the write-back registers (activation RAM, output FIFO, GAP sums)
 RTL_PIPE_DEPTH = RTL_PIPE_ADDR + RTL_PIPE_READ + RTL_PIPE_MAC + RTL_PIPE_REQUANT + RTL_PIPE_WRITEBACK
+# zq_mac_array's lanes: a DSP48E1 pair has its product (P) 4 cycles after its operands, and so has
+# an exact LUT multiplier (zq_lut_mul: operand registers, then three adder stages); both are split
+# or registered into the products at 5, summed at 6 and 7, accumulated at 8 (RTL_PIPE_MAC).
+RTL_LUT_MUL_LAT = 4
 # zq_out_dma's data FIFO (N_PE-byte result units) asks the loop to stop (`full`, registered)
 # while fewer than RTL_OUT_FIFO_MARGIN units are free: the steps issued until the loop sees it
 # still deliver up to RTL_PIPE_DEPTH + 1 units; the rest is slack.
@@ -95,6 +99,13 @@ DST_ACT = 0    # a tensor in the on-chip activation RAM
 DST_DDR = 1    # a tensor in DDR, written through the output FIFO
 DST_GAP = 2    # the global-average-pool sums (the final conv)
 SRC_KINDS = {"stem": SRC_STEM, "act": SRC_ACT, "ddr": SRC_DDR}
+# The two activation paths between the engine and the DDR tensors (row fields src_path, dst_path:
+# a mask). Path 1 reads and writes through m_axi_act (HP2); path 2 reads through m_axi_act2 (HP3)
+# and writes through the write channels of m_axi_wts (HP0, whose reads carry the weights). Every
+# port moves up to a beat a cycle in each direction; the DDR's shared budget is the same for all.
+PATH_1 = 1
+PATH_2 = 2
+PATH_BOTH = PATH_1 | PATH_2
 DST_KINDS = {"act": DST_ACT, "ddr": DST_DDR, "gap": DST_GAP}
 
 
@@ -186,6 +197,11 @@ ROW: tuple[Field, ...] = (
     Field("w_blk", 12, "words per group block: 1 bias word + k*k*ci_chunks weight words"),
     Field("w_res", 1, "resident: the layer's blocks stay in the ring until its last band"),
     Field("rd_wait", 1, "wait for every DDR write of earlier layers before reading (SRC_DDR)"),
+    # the activation paths (PATH_*): which AXI4 masters carry a DDR tensor's reads and writes
+    Field("src_path", 2, "SRC_DDR: the read paths, a mask of PATH_1 (m_axi_act) and PATH_2 (m_axi_act2); "
+                         "both: even input rows on path 1, odd rows on path 2"),
+    Field("dst_path", 2, "DST_DDR: the write paths, a mask of PATH_1 (m_axi_act) and PATH_2 (m_axi_wts's "
+                         "write channel); both: even 128-byte lines on path 1, odd lines on path 2"),
 )
 
 

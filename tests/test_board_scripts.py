@@ -275,26 +275,30 @@ def test_tcl_fallback_ps_settings_are_pynq_z2_base(tmp_path):
 @needs_tclsh
 @pytest.mark.parametrize("engine,space", [("hls", "Data_m_axi_"), ("rtl", "m_axi_")])
 def test_tcl_engine_ddr_ports(tmp_path, engine, space, rtl_entry):
-    """The engine's two AXI4 masters reach the DDR through two PS7 high-performance ports in 64-bit
-    mode on different DDR controller ports (m_axi_wts -> HP0, m_axi_act -> HP2), each through a
-    SmartConnect (AXI4 -> AXI3), with the DDR at 0, 512 MiB (the engine's window) in both address
-    spaces (each engine's by its own names), and the clock and reset of every other port; the DMA
-    keeps to HP1."""
+    """The engine's AXI4 masters reach the DDR through PS7 high-performance ports in 64-bit mode
+    (m_axi_wts -> HP0, m_axi_act -> HP2 on another DDR controller port, and the RTL twin's second
+    activation path m_axi_act2 -> HP3), each through an AXI protocol converter (AXI4 -> AXI3, no
+    burst splitting: TRANSLATION_MODE 0, the engines' bursts being at most 16 beats), with the DDR at
+    0, 512 MiB (the engine's window) in every address space (each engine's by its own names), and
+    the clock and reset of every other port; the DMA keeps to HP1; the HLS engine, which has no
+    m_axi_act2, leaves HP3 off."""
     r, log, _ = run_block_design(tmp_path, engine, rtl_entry=rtl_entry, MOCK_WNS="0.3")
     assert r.returncode == 0, r.stderr
     assert E.DDR_WINDOW_BYTES == 512 << 20
-    for port, hp in (("wts", "HP0"), ("act", "HP2")):
-        for line in [f"connect_bd_intf_net zq_top_0/m_axi_{port} {port}_sc/S00_AXI",
-                     f"connect_bd_intf_net {port}_sc/M00_AXI ps7/S_AXI_{hp}",
-                     f"create_bd_cell -type ip -vlnv xilinx.com:ip:smartconnect:1.0 {port}_sc",
+    ports = (("wts", "HP0"), ("act", "HP2")) + ((("act2", "HP3"),) if engine == "rtl" else ())
+    for port, hp in ports:
+        for line in [f"connect_bd_intf_net zq_top_0/m_axi_{port} {port}_pc/S_AXI",
+                     f"connect_bd_intf_net {port}_pc/M_AXI ps7/S_AXI_{hp}",
+                     f"create_bd_cell -type ip -vlnv xilinx.com:ip:axi_protocol_converter:2.1 {port}_pc",
                      f"PROP CONFIG.PCW_USE_S_AXI_{hp}=1", f"PROP CONFIG.PCW_S_AXI_{hp}_DATA_WIDTH=64",
                      f"assign_bd_address -offset 0x00000000 -range 512M -target_address_space "
                      f"zq_top_0/{space}{port} ps7/S_AXI_{hp}/{hp}_DDR_LOWOCM -force",
-                     f"connect_bd_net ps7/FCLK_CLK0 ps7/S_AXI_{hp}_ACLK", f"connect_bd_net ps7/FCLK_CLK0 {port}_sc/aclk",
-                     f"connect_bd_net rst_fclk0/peripheral_aresetn {port}_sc/aresetn"]:
+                     f"connect_bd_net ps7/FCLK_CLK0 ps7/S_AXI_{hp}_ACLK", f"connect_bd_net ps7/FCLK_CLK0 {port}_pc/aclk",
+                     f"connect_bd_net rst_fclk0/peripheral_aresetn {port}_pc/aresetn"]:
             assert line in log, line
+    assert log.count("PROP CONFIG.TRANSLATION_MODE=0") == len(ports) and E.AXI_BURST_BEATS <= 16
     assert "connect_bd_intf_net mem_sc/M00_AXI ps7/S_AXI_HP1" in log and "PROP CONFIG.PCW_USE_S_AXI_HP1=1" in log
-    assert "mem_sc/M00_AXI ps7/S_AXI_HP0" not in log and "S_AXI_HP3" not in log
+    assert "mem_sc/M00_AXI ps7/S_AXI_HP0" not in log and ("S_AXI_HP3" in log) == (engine == "rtl")
     # the engine's ports are mapped before the blanket assign_bd_address
     assert log.index(f"zq_top_0/{space}act") < log.index("\nassign_bd_address\n")
 
@@ -389,8 +393,8 @@ def test_rtl_ip_against_the_rtl(tiny, hdl, packaged):
     assert model.bus_parameters("ap_clk")["FREQ_HZ"] == str(E.CLOCK_MHZ * 1_000_000)
     assert {model.bus_parameters(s)["HAS_TSTRB"] for s in ("s_axis_in", "m_axis_out")} == {"0"}
     assert (ip_dir / "component.xml").is_file()
-    assert set(model.bus_interfaces()) == {"s_axi_control", "m_axi_wts", "m_axi_act", "s_axis_in", "m_axis_out",
-                                           "ap_clk", "ap_rst_n", "interrupt"}
+    assert set(model.bus_interfaces()) == {"s_axi_control", "m_axi_wts", "m_axi_act", "m_axi_act2", "s_axis_in",
+                                           "m_axis_out", "ap_clk", "ap_rst_n", "interrupt"}
     # Vivado's own inference removed before the explicit interfaces (the mock refuses a second
     # interface of one name, as Vivado does)
     assert log.index("ipx::remove_all_bus_interface core") < log.index("ipx::add_bus_interface s_axi_control core")
@@ -451,11 +455,12 @@ def test_rtl_ip_broken_script_fails(tmp_path, tiny, hdl, broken):
                                        "rtl_params.svh")),
         "moved register": ({spec: ("{cycles_last 0x80 ", "{cycles_last 0x7C ")},
                            ("registers", "register cycles_last at 0x7c, the specification's at 0x80")),
-        "clock of some interfaces": ({pkg: ("ASSOCIATED_BUSIF s_axi_control:m_axi_wts:m_axi_act:s_axis_in:m_axis_out",
-                                            "ASSOCIATED_BUSIF s_axi_control:m_axi_wts:m_axi_act")},
+        "clock of some interfaces": ({pkg: ("ASSOCIATED_BUSIF s_axi_control:m_axi_wts:m_axi_act:m_axi_act2:s_axis_in:"
+                                            "m_axis_out", "ASSOCIATED_BUSIF s_axi_control:m_axi_wts:m_axi_act")},
                                      ("interfaces", "clock ap_clk: ASSOCIATED_BUSIF ['m_axi_act', 'm_axi_wts', "
                                                     "'s_axi_control'], the AXI interfaces are ['m_axi_act', "
-                                                    "'m_axi_wts', 'm_axis_out', 's_axi_control', 's_axis_in']")),
+                                                    "'m_axi_act2', 'm_axi_wts', 'm_axis_out', 's_axi_control', "
+                                                    "'s_axis_in']")),
     }[broken]
     root = _mirror(tmp_path, edits)
     r, log, model = run_package_ip(tmp_path, tiny, C.mock_hdl_file(wrapper, tmp_path / "hdl.txt"),
@@ -509,8 +514,20 @@ def test_block_design_either_engine(tmp_path, packaged, rtl_entry):
                                   "s_axis_in": "", "m_axis_out": ""}
     assert {n: b.props.get("master_address_space_ref", "") for n, b in model.bus_interfaces().items()
             if b.props.get("bus_type_vlnv") in (C.AXIMM, C.AXIS)} == \
-        {"s_axi_control": "", "m_axi_wts": "m_axi_wts", "m_axi_act": "m_axi_act", "s_axis_in": "", "m_axis_out": ""}
-    assert logs["rtl"] == logs["hls"]
+        {"s_axi_control": "", "m_axi_wts": "m_axi_wts", "m_axi_act": "m_axi_act",
+         "m_axi_act2": "m_axi_act2", "s_axis_in": "", "m_axis_out": ""}
+    # the same design but for the RTL twin's second activation path (m_axi_act2 -> act2_pc -> HP3)
+    rtl, prev_dropped = [], False
+    for l in logs["rtl"]:
+        if l.startswith("NET\t"):      # a net's pins, less the second path's (the clock and reset nets)
+            l = "\t".join(p for p in l.split("\t") if "act2" not in p and "HP3" not in p)
+        elif "act2" in l or "HP3" in l or (prev_dropped and l.startswith("PROP ")):   # (with its PROP lines)
+            prev_dropped = True
+            continue
+        prev_dropped = False
+        rtl.append(l)
+    assert rtl == logs["hls"]
+    assert any("zq_top_0/m_axi_act2 act2_pc/S_AXI" in l for l in logs["rtl"])
 
 
 @needs_tclsh
@@ -541,9 +558,9 @@ def test_block_design_broken_copy_fails(tmp_path, rtl_entry, engine):
     (the mistake of one name for both): the mock finds no such address space, on the script's
     line, and the check of the block design names the engine's spaces left to Vivado's automatic
     assignment."""
-    old = "hls {wts Data_m_axi_wts act Data_m_axi_act}\n    rtl {wts m_axi_wts act m_axi_act}"
+    old = "hls {wts Data_m_axi_wts act Data_m_axi_act}\n    rtl {wts m_axi_wts act m_axi_act act2 m_axi_act2}"
     root = _mirror(tmp_path, {"board/pynq_z2.tcl": (old, "hls {wts m_axi_wts act m_axi_act}\n    rtl {wts "
-                                                         "Data_m_axi_wts act Data_m_axi_act}")})
+                                                         "Data_m_axi_wts act Data_m_axi_act act2 Data_m_axi_act2}")})
     d = tmp_path / "bd"
     d.mkdir()
     r, log, _ = run_block_design(d, engine, script=root / "board" / "pynq_z2.tcl", rtl_entry=rtl_entry, MOCK_WNS="0.3")
@@ -551,9 +568,10 @@ def test_block_design_broken_copy_fails(tmp_path, rtl_entry, engine):
     own, other = ("m_axi_", "Data_m_axi_") if engine == "rtl" else ("Data_m_axi_", "m_axi_")
     line = _line("board/pynq_z2.tcl", "[get_bd_addr_spaces zq_top_0/$space]")
     vlnv = V.RTL_VLNV if engine == "rtl" else V.HLS_VLNV
+    spaces = f"{own}act, {own}act2, {own}wts" if engine == "rtl" else f"{own}act, {own}wts"   # (the twin's act2)
     for port in ("wts", "act"):
         want = f"board/pynq_z2.tcl:{line}: get_bd_addr_spaces zq_top_0/{other}{port}: {vlnv} has no address space " \
-               f"'{other}{port}'; in this configuration zq_top_0 has {own}act, {own}wts"
+               f"'{other}{port}'; in this configuration zq_top_0 has {spaces}"
         assert any(p.startswith(want) for p in problems(log)), problems(log)
     bad = _check_bd(log, engine, rtl_entry)
     hp = {"wts": "HP0", "act": "HP2"}

@@ -59,8 +59,10 @@ def test_space_samples_only_legal_designs():
         d = sample(study.ask(), sp, "xc7z020", 1, f"t{i}")
         assert d.n_pe % d.n_ci == 0 and d.n_pe % 2 == 0 and d.n_ci >= 4
         assert d.n_pe & (d.n_pe - 1) == 0 and d.n_ci & (d.n_ci - 1) == 0
-        res = hw_model.evaluate(d.cfg, d.n_pe, d.n_ci, "xc7z020")
+        res = hw_model.evaluate(d.cfg, d.n_pe, d.n_ci, "xc7z020", act_paths=d.act_paths)
         assert res["dsp"] <= 220 and res["lut"] <= 53200 and res["ff"] <= 106400
+        # lanes beyond two per DSP48E1 of the part are LUT lanes
+        assert res["detail"]["lut_lanes"] == max(0, d.n_pe * d.n_ci - 2 * 220) and d.act_paths in (1, 2)
         for f in d.net["fires"]:
             assert f["expand1"] % d.n_ci == 0     # the e3 branch starts on a channel word
         shapes = d.cfg.tensor_shapes()
@@ -72,8 +74,9 @@ def test_space_samples_only_legal_designs():
         designs.append(d)
     assert seen["fires"] == set(range(2, 7)) and seen["splits"] == {1}
     assert len(seen["downs"]) > 20
-    # 256 MACs = 128 DSP fit; 512 MACs (256 DSP) do not: never sampled on the xc7z020
-    assert max(pe * ci for pe, ci in seen["engines"]) == 256
+    # 512 lanes fit with 72 of them on LUT multipliers (220 DSP48E1); 1024 lanes do not (their LUTs)
+    assert max(pe * ci for pe, ci in seen["engines"]) == 512
+    assert {d.act_paths for d in designs} == {1, 2}
     assert set(feasible_engines(sp, "xczu7ev", 1)) > set(feasible_engines(sp, "xc7z020", 1))
     torch.manual_seed(0)
     for d in designs[:300:60]:

@@ -138,14 +138,22 @@ def test_hardware_plan_mini_and_zynqnet():
     # everything on chip: the weight image is cached, no DDR tensors
     assert plan.weight_cache and not plan.ddr_tensors and plan.scratch_bytes == 0
     assert plan.layers[-1].dst_kind == E.DST_GAP
-    # the full ZynqNet on its default engine: three tensors in DDR, a streamed weight ring
+    # the full ZynqNet on its default engine: 32 x 16 lanes (220 DSP48E1 pairs, 72 LUT lanes), five
+    # tensors in DDR over both activation paths, a streamed weight ring
     zn = plan_layout(get_config("zynqnet"), default_engine(get_config("zynqnet")))
-    assert (zn.engine.n_pe, zn.engine.n_ci) == (16, 16)
-    assert sorted(t.name for t in zn.tensors.values() if t.place == "ddr") == ["c1", "f2", "f3"]
-    assert not zn.weight_cache and zn.wring_words == 512 and zn.scratch_bytes == 2 << 20
-    assert zn.act_bytes() <= 320 * 1024 and zn.macs > 500e6
+    assert (zn.engine.n_pe, zn.engine.n_ci, zn.engine.dsp48e1, zn.engine.lut_lanes) == (32, 16, 220, 72)
+    assert sorted(t.name for t in zn.tensors.values() if t.place == "ddr") == ["c1", "f2", "f3", "f4", "f5"]
+    assert all((t.wr_path, t.rd_path) == (E.PATH_BOTH, E.PATH_BOTH) for t in zn.tensors.values() if t.place == "ddr")
+    assert zn.act_paths == 2 and not zn.weight_cache and zn.wring_words == 512
+    assert zn.act_bytes() <= 192 * 1024 and zn.macs > 500e6
     kinds = {l.name: (l.src_kind, l.dst_kind) for l in zn.layers}
     assert kinds["c1"] == (E.SRC_STEM, E.DST_DDR) and kinds["f2/s3"] == (E.SRC_DDR, E.DST_ACT)
+    assert zn.layers[0].row["dst_path"] == E.PATH_BOTH and zn.layers[1].row["src_path"] == E.PATH_BOTH
+    # the engine before (EXPORT_ARGS="--n-pe 16 --n-ci 16 --act-paths 1"): 128 DSP48E1, one path
+    old = plan_layout(get_config("zynqnet"), EngineParams(16, 16, act_paths=1))
+    assert sorted(t.name for t in old.tensors.values() if t.place == "ddr") == ["c1", "f2", "f3"]
+    assert old.scratch_bytes == 2 << 20 and old.act_paths == 1 and old.engine.lut_lanes == 0
+    assert {l.row["src_path"] | l.row["dst_path"] for l in old.layers} <= {0, E.PATH_1}
 
 
 def test_plan_refusals_name_the_layer():
@@ -158,6 +166,24 @@ def test_plan_refusals_name_the_layer():
         plan_layout(cfg, EngineParams(16, 32))
     with pytest.raises(ExportError, match="32: a weight word must be 64 bytes"):
         plan_layout(cfg, EngineParams(8, 4))
+    with pytest.raises(ExportError, match=r"dsp_pairs=65: 0\.\.64"):
+        plan_layout(cfg, EngineParams(16, 8, dsp_pairs=65))
+    with pytest.raises(ExportError, match="act_paths=3: 1 or 2"):
+        plan_layout(cfg, EngineParams(16, 8, act_paths=3))
+
+
+def test_export_cli_engine_options(tmp_path):
+    """--n-pe/--n-ci pick an engine with EngineParams' defaults (not the network's default engine's),
+    --dsp-pairs and --act-paths go into the engine, the manifest and rtl_params.svh."""
+    from zynqflow.export.exporter import main
+    out = tmp_path / "e"
+    assert main(["--net", "zynqnet-tiny", "--random-weights", "1", "--vectors", "1", "--out", str(out),
+                 "--n-pe", "16", "--n-ci", "8", "--dsp-pairs", "40", "--act-paths", "1"]) == 0
+    man = json.loads((out / "manifest.json").read_text())
+    e = man["engine"]
+    assert (e["dsp48e1"], e["lut_lanes"], e["params"]["act_paths"], e["params"]["act_kb"]) == (40, 48, 1, 320)
+    svh = (out / "rtl_params.svh").read_text()
+    assert "`define ZQ_DSP_PAIRS 40\n" in svh and "`define ZQ_ACT_PATHS 1\n" in svh
 
 
 def test_export_cli_random_weights(tmp_path, capsys):
@@ -301,3 +327,32 @@ def test_export_cli_writes_nothing_on_error(tmp_path, capsys):
     assert main(["--ckpt", str(tmp_path / "none.pt"), "--out", str(tmp_path / "o")]) == 2
     assert "nothing written" in capsys.readouterr().err
     assert not (tmp_path / "o").exists()
+
+
+def test_cycle_model_two_paths():
+    """The cycle model with two activation paths (spec.cycles): the full ZynqNet's default engine
+    models at >= 75 fps at 100 MHz under pynq-z2 (its RTL measured 80.9), each DDR tensor's bytes
+    once whatever the paths, the one-path plan of the same engine slower with its writes bound by one
+    port; the shared-budget windows settle (another pass changes nothing), and a layer's windows are
+    its own (its factors do not move when an earlier layer's time changes)."""
+    from zynqflow.spec import cycles as C
+    from zynqflow.spec.engine import memory_preset
+
+    cfg = get_config("zynqnet")
+    two = plan_layout(cfg, default_engine(cfg))
+    one = plan_layout(cfg, EngineParams(32, 16, act_kb=192, act_paths=1))
+    p2, p1 = C.predict(two, "pynq-z2"), C.predict(one, "pynq-z2")
+    assert p2["frame"]["fps_at_100mhz"] >= 75.0 > p1["frame"]["fps_at_100mhz"]
+    assert p2["frame"]["dram_wr_bytes"] == p1["frame"]["dram_wr_bytes"] == two.scratch_bytes
+    by = {l["name"]: l for l in p1["layers"]}
+    assert by["f2/e1"]["bound"] in ("ddr write", "ddr shared") and by["f2/e1"]["cycles"] > 3 * by["f2/e1"]["mac_cycles"]
+    assert C.predict(two, "pynq-z2", passes=12)["frame"]["cycles"] == pytest.approx(p2["frame"]["cycles"], rel=2e-3)
+    # ideal memory: no shared budget, both paths at a port's rate each
+    pi = C.predict(two, memory_preset("ideal"))
+    assert pi["frame"]["cycles"] < p2["frame"]["cycles"]
+    tl = C._Timeline()
+    for t in (0.0, 5000.0, 9000.0):
+        tl.start_layer(t)
+    assert tl.key(5100.0) == (1, 0) and tl.key(5000.0 + 2 * C.SHARED_WINDOW + 1) == (1, 2)
+    assert tl.window((1, 7)) == (5000.0 + 7 * C.SHARED_WINDOW, 9000.0)      # cut at the next layer
+    assert [k for k, _, _ in tl.split(8900.0, 9100.0)] == [(1, 7), (2, 0)]

@@ -51,7 +51,7 @@ ERR = csim.ERROR_LOGIT
 NETS = {
     "tiny": (lambda: fixtures.random_export("zynqnet-tiny"), 64),
     "mini": (lambda: fixtures.random_export("zynqnet-mini"), 32),
-    "zq64-ddr": (lambda: fixtures.random_export("zynqnet", input_size=64, n_pe=16, n_ci=16, act_kb=24), 16),
+    "zq64-ddr": (lambda: fixtures.random_export("zynqnet", input_size=64, n_pe=16, n_ci=16, act_kb=24, dsp_pairs=96), 16),
     "rgb": (lambda: fixtures.variant_export("rgb"), 32),
     "wide": (lambda: fixtures.variant_export("wide"), 32),
 }

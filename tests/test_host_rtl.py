@@ -331,7 +331,7 @@ def test_rtl_ddr_tensors_64():
     """One frame of the 64 x 64 zynqnet with an activation budget too small for its tensors: the
     driver allocates the scratch area, the engine writes and reads it through m_axi_act; the
     figures are measured (RTL twin) and labelled so."""
-    ex = _built(exports.random_export("zynqnet", n_pe=16, n_ci=16, input_size=64, act_kb=24))
+    ex = _built(exports.random_export("zynqnet", n_pe=16, n_ci=16, input_size=64, act_kb=24, dsp_pairs=96))
     assert ex.scratch_bytes > 0
     vec, _ = ex.vectors()
     with Accelerator(ex, "rtl") as acc:

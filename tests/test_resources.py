@@ -11,11 +11,14 @@ from __future__ import annotations
 import pytest
 
 from zynqflow.export import resources
-from zynqflow.export.resources import CALIBRATION, FF_COEF, LUT_COEF, calibration_plan, estimate, fit
+from zynqflow.export.resources import (CALIBRATION, FF_COEF, LUT_COEF, calibration_plan, calibration_target, estimate,
+                                      fit)
 
 # the linear fit's worst error on the calibration runs (relative): Yosys's LUT mapping varies by
-# about +-10 % between networks on the same engine (ABC), flip-flops far less
-TOLERANCE = dict(lut=0.13, ff=0.05)
+# about +-10 % between networks on the same engine (ABC), flip-flops far less. With the 512-lane
+# point of issue 27 (LUT lanes, two paths) the three-coefficient fit is held to it within 3 % and
+# is off by up to 14.8 % LUT (zynqnet-mini on 16 x 8) and 6.2 % FF (8 x 8) on the small engines
+TOLERANCE = dict(lut=0.15, ff=0.07)
 
 
 @pytest.fixture(scope="module")
@@ -39,12 +42,12 @@ def test_coefficients_are_the_refit():
 @pytest.mark.parametrize("name", sorted(CALIBRATION))
 def test_estimate_against_yosys(name, estimates):
     point, est = CALIBRATION[name], estimates[name]
-    assert est["dsp"] == point["dsp"] == point["n_pe"] * point["n_ci"] // 2
+    assert est["dsp"] == point["dsp"] == (point.get("dsp_pairs") or point["n_pe"] * point["n_ci"] // 2)
     # the BRAM model maps each RAM as memory_libmap does; Yosys sometimes saves half a RAMB36
     assert point["bram36"] - 1.0 <= est["bram36"] <= point["bram36"] + 1.0, est["rams"]
-    for key in ("lut", "ff"):
-        err = est[key] / point[key] - 1.0
-        assert abs(err) <= TOLERANCE[key], f"{name}: {key} model {est[key]} vs Yosys {point[key]} ({err:+.1%})"
+    for key, want in zip(("lut", "ff"), calibration_target(point)):
+        err = est[key] / want - 1.0
+        assert abs(err) <= TOLERANCE[key], f"{name}: {key} model {est[key]} vs Yosys {want:.0f} ({err:+.1%})"
 
 
 def test_estimate_grows_with_the_engine():
@@ -79,3 +82,36 @@ def test_hls_variant():
     assert r_hls["engine"] == "hls" and "cycles_hls" in r_hls["model"]
     assert r_hls["bram36"] > r_rtl["bram36"]
     assert max(hw_model.violations(r_rtl, "xc7z020").values()) <= 0 < hw_model.violations(r_hls, "xc7z020")["bram36"]
+
+
+def test_lut_lanes_second_path_and_block_design():
+    """LUT lanes trade DSP48E1 for LUTs and flip-flops (the modules' own Yosys counts), the second
+    activation path adds its DMAs' logic and a second output FIFO, the block design's estimate
+    names each IP with the source of its figure; the full ZynqNet's default engine (32 x 16, 220
+    DSP48E1, 72 LUT lanes, both paths) fits the xc7z020 with the block design within 80 % of its LUTs."""
+    from zynqflow.export.plan import EngineParams, default_engine, plan_layout
+    from zynqflow.spec.topology import get_config
+
+    cfg = get_config("zynqnet")
+    a = plan_layout(cfg, EngineParams(16, 16, act_paths=1))
+    b = plan_layout(cfg, EngineParams(16, 16, act_paths=1, dsp_pairs=96))
+    c = plan_layout(cfg, EngineParams(16, 16, act_paths=2))
+    ea, eb, ec = estimate(a), estimate(b), estimate(c)
+    assert (ea["dsp"], eb["dsp"], eb["lut_lanes"]) == (128, 96, 64)
+    assert eb["lut"] == pytest.approx(ea["lut"] + 64 * resources.LUT_LANE["lut"], abs=1)
+    assert eb["ff"] == pytest.approx(ea["ff"] + 64 * resources.LUT_LANE["ff"], abs=1)
+    fifo = sum(r["lutram_luts"] for r in ec["rams"]) - sum(r["lutram_luts"] for r in ea["rams"])
+    assert fifo > 0 and ec["lut"] == pytest.approx(ea["lut"] + resources.PATH2["lut"] + fifo, abs=1)
+    bd_a, bd_c = resources.block_design(a), resources.block_design(c)
+    assert bd_c["lut"] == bd_a["lut"] + resources.PROTOCOL_CONVERTER["lut"]          # act2_pc
+    assert all(i["source"] for i in bd_c["items"]) and "TRANSLATION_MODE 0" in bd_c["items"][0]["source"]
+    assert any("PR #1054" in i["source"] for i in bd_c["items"])
+    zn = plan_layout(cfg, default_engine(cfg))
+    ez, bz = estimate(zn), resources.block_design(zn)
+    assert (ez["dsp"], ez["lut_lanes"]) == (220, 72) and ez["bram36"] <= 120
+    assert ez["lut"] + bz["lut"] <= 0.80 * 53200
+    # the model at 512 lanes against its Yosys run (make synth-estimate NET=zynqnet)
+    point = resources.CALIBRATION["zynqnet-random0-pe32ci16-lut72"]
+    assert calibration_plan(point).engine.dsp48e1 == zn.engine.dsp48e1 == 220 and point["n_pe"] * point["n_ci"] == zn.engine.lanes
+    assert abs(ez["lut"] / point["lut"] - 1) <= 0.03 and abs(ez["ff"] / point["ff"] - 1) <= 0.03
+    assert ez["bram36"] == point["bram36"] and ez["dsp"] == point["dsp"]

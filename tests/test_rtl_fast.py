@@ -213,7 +213,7 @@ def test_mismatch_is_named(ref, tmp_path, capsys):
     assert "1 of 6 frames differ" in str(e.value) and "frame 3, logit 7" in str(e.value)
     from zynqflow.bench import rtl_bench
 
-    # the command line takes its own 6 frames (a stratified subset of the test set): the same change
+    # the command line's 6 frames: a stratified subset of the test set (issue 26), not its first 6
     cli_frames = rtl_bench.dataset_frames(ref["ex"], 6, None, None)[0]
     wrong = rf.golden(ref["ex"], cli_frames)
     wrong[3, 7] += 1
@@ -349,8 +349,8 @@ def echo(ref):
 def echo_sim(ref, lib, **mem) -> rf.FastSim:
     s = rf.FastSim.for_export(lib, ref["ex"], regmap=ECHO_REGS, ctrl=ECHO_CTRL)
     assert s.maxi
-    s.mem("wts").configure(size=1 << 24, **mem)
-    s.mem("act").configure(size=1 << 24, **mem)
+    for p in rf.MAXI_PORTS:            # (port 0 first: its store is the DDR's, configure() clears it)
+        s.mem(p).configure(size=1 << 24, **mem)
     return s
 
 
@@ -361,8 +361,9 @@ def echo_expected(frames: np.ndarray, wts: np.ndarray) -> np.ndarray:
 
 
 def test_maxi_memories_through_the_harness(ref, echo):
-    """ZQ_MAXI=1: the echo DUT writes each frame to m_axi_act, reads it back and reads m_axi_wts;
-    logits = act + wts words; byte and burst counters, base registers from Python (64-bit writes)."""
+    """ZQ_MAXI=1: the echo DUT writes each frame to m_axi_act, reads it back through m_axi_act2 (one
+    DDR behind the ports) and reads m_axi_wts; logits = act + wts words; byte and burst counters,
+    base registers from Python (64-bit writes)."""
     s = echo_sim(ref, echo)
     wts = np.arange(1000, 1016, dtype=np.uint32)
     s.mem("wts").write(0x3000, wts)
@@ -376,10 +377,12 @@ def test_maxi_memories_through_the_harness(ref, echo):
     assert b.status.tolist() == [0, 0, 0, 0] and b.regs["frames_done"].tolist() == [1, 2, 3, 4]
     assert (b.cycles_last.astype(np.int64) == b.cycles_measured).all()
     assert s.mem("act").read(0x40000, 1024) == frames[3].tobytes()
-    a, w = s.mem("act").stats(), s.mem("wts").stats()
-    assert a["bytes_written"] == 4 * 1024 and a["write_bursts"] == 4 * 8 and a["bytes_read"] == 4 * 40
+    a, a2, w = s.mem("act").stats(), s.mem("act2").stats(), s.mem("wts").stats()
+    assert a["bytes_written"] == 4 * 1024 and a["write_bursts"] == 4 * 8 and a["bytes_read"] == 0
+    assert a2["bytes_read"] == 4 * 40 and a2["read_bursts"] == 4 and a2["bytes_written"] == 0
     assert w["bytes_read"] == 4 * 40 and w["read_bursts"] == 4 and w["write_bursts"] == 0
-    assert a["protocol_errors"] == 0 and w["protocol_errors"] == 0 and s.mem("act").messages() == []
+    assert s.mem("act2").read(0x40000, 1024) == frames[3].tobytes()     # one DDR
+    assert all(st["protocol_errors"] == 0 for st in (a, a2, w)) and s.mem("act").messages() == []
     s.close()
 
 
@@ -387,6 +390,7 @@ def echo_setup(sim: rf.FastSim, wts: bytes) -> None:
     """Per simulator (also in a pool's worker processes): memories, weight image, base registers."""
     sim.mem("wts").configure(size=1 << 24, read_latency=40, r_gap=0.3, seed=5)
     sim.mem("act").configure(size=1 << 24, write_latency=20, aw_gap=0.2, w_gap=0.2, seed=6)
+    sim.mem("act2").configure(size=1 << 24, read_latency=36, r_gap=0.2, seed=7)
     sim.mem("wts").write(0x8000, wts)
     sim.write64("wts", 0x8000)
     sim.write64("act", 0x100000)
@@ -412,8 +416,8 @@ def test_maxi_sharded_with_setup(ref, echo):
 
 def test_maxi_latency_and_errors(ref, echo):
     """Read latency +10 -> every frame exactly 10 cycles longer (one read round trip per frame);
-    write latency +5 -> 8 bursts x 5 = 40 cycles longer; an SLVERR range on act reads and a
-    DECERR on wts (base beyond the memory) show in status, and the memory counts them."""
+    write latency +5 -> 8 bursts x 5 = 40 cycles longer; an SLVERR range on act2 reads (the read
+    back) and a DECERR on wts (base beyond the memory) show in status, and the memory counts them."""
     frames = ref["frames"][:2]
     cyc = {}
     for lr, lw in ((32, 16), (42, 16), (32, 21)):
@@ -427,14 +431,14 @@ def test_maxi_latency_and_errors(ref, echo):
     s = echo_sim(ref, echo)
     s.write64("act", 0x1000)
     s.write64("wts", (1 << 24) - 16)    # the 5-beat read runs past the end: DECERR
-    s.mem("act").error_range(0x1000, 0x1008, reads=True, writes=False)
+    s.mem("act2").error_range(0x1000, 0x1008, reads=True, writes=False)
     s.start()
     b = s.run_frames(frames, regs=ECHO_READ)
     assert b.status.tolist() == [0b0100, 0b0100] == [E.STATUS["axi_read_error"].mask] * 2   # SLVERR/DECERR read
-    st_a, st_w = s.mem("act").stats(), s.mem("wts").stats()
+    st_a, st_w = s.mem("act2").stats(), s.mem("wts").stats()
     assert st_a["slverr"] == 2 and st_a["decerr"] == 0 and st_w["decerr"] == 2 * 3
     s.mem("act").error_range(0x1000, 0x1080, reads=False, writes=True)
-    s.mem("act").error_range(0, 0, reads=True, writes=False)
+    s.mem("act2").error_range(0, 0, reads=True, writes=False)
     s.write64("wts", 0)
     b = s.run_frames(frames, regs=ECHO_READ)
     assert b.status.tolist() == [0b1000, 0b1000] == [E.STATUS["axi_write_error"].mask] * 2  # SLVERR write

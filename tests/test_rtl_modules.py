@@ -26,6 +26,7 @@ from zynqflow.spec.paths import REPO
 
 NET_ID = 0x5A17C0DE           # the weight DMA's compiled-in network ID (its testbench writes it into the header)
 COVERED_ELSEWHERE = {"zq_core", "zq_top"}
+ONE_SET = {"zq_lut_mul"}      # no parameters to vary: one exhaustive run
 
 
 def _wdma(word_bytes: int, wr_w: int, n_words: int, cache: int) -> dict:
@@ -45,12 +46,16 @@ PARAMS: dict[str, list[dict]] = {
     "zq_axi_rd":    [dict(DATA_W=64, MAX_OUT=8), dict(DATA_W=32, MAX_OUT=2)],
     "zq_axi_wr":    [dict(DATA_W=64, MAX_OUT=8, W_QUEUE=4), dict(DATA_W=32, MAX_OUT=2, W_QUEUE=2)],
     "zq_act_mem":   [dict(WPG=2, ROWS=1024, WORD_W=64), dict(WPG=4, ROWS=96, WORD_W=32)],
-    "zq_mac_array": [dict(N_PE=16, N_CI=8), dict(N_PE=8, N_CI=4)],
+    # all DSP48E1; DSP pairs and LUT pairs side by side (10 of 16 pairs on DSP48E1)
+    "zq_mac_array": [dict(N_PE=16, N_CI=8), dict(N_PE=8, N_CI=4, DSP_PAIRS=10)],
+    "zq_lut_mul":   [dict()],
     "zq_requant":   [dict(N_PE=16, ACC_W=32, OUT_W=18), dict(N_PE=4, ACC_W=32, OUT_W=12)],
     "zq_loop_gen":  [dict(N_PE=16, WPG=2, ROW_W=12, WR_W=9), dict(N_PE=32, WPG=4, ROW_W=10, WR_W=6)],
     "zq_out_dma":   [dict(N_PE=16, DEPTH=E.RTL_OUT_FIFO_UNITS, MARGIN=E.RTL_OUT_FIFO_MARGIN, PIPE=E.RTL_PIPE_DEPTH,
                           MAX_OUT=8), dict(N_PE=32, DEPTH=32, MARGIN=12, PIPE=6, MAX_OUT=2)],
     "zq_fill_dma":  [dict(N_PE=16, ROW_W=12, MAX_OUT=8), dict(N_PE=8, ROW_W=10, MAX_OUT=2)],
+    "zq_fill_paths": [dict(N_PE=16, ROW_W=12, PATHS=2, MAX_OUT=8), dict(N_PE=32, ROW_W=11, PATHS=2, MAX_OUT=2)],
+    "zq_out_paths": [dict(N_PE=16, PATHS=2, MAX_OUT=8), dict(N_PE=32, PATHS=2, MAX_OUT=2)],
     # streamed through a ring smaller than the image; cached, 64-byte words in an odd number
     "zq_wdma":      [_wdma(128, 5, 45, 0), _wdma(64, 6, 41, 1)],
     # 1-channel 3x3/2 stem (zynqnet-mini); RGB 3x3/2 in 7 words of 4 lanes; 12-channel 1x1 copy, one bank
@@ -71,11 +76,14 @@ SLOW: dict[str, list[dict]] = {
     "zq_axi_rd":    [dict(DATA_W=128, MAX_OUT=4)],
     "zq_axi_wr":    [dict(DATA_W=64, MAX_OUT=4, W_QUEUE=8)],
     "zq_act_mem":   [dict(WPG=1, ROWS=64, WORD_W=128)],
-    "zq_mac_array": [dict(N_PE=32, N_CI=8), dict(N_PE=16, N_CI=16)],
+    "zq_mac_array": [dict(N_PE=32, N_CI=8), dict(N_PE=16, N_CI=16), dict(N_PE=8, N_CI=4, DSP_PAIRS=0),
+                     dict(N_PE=16, N_CI=8, DSP_PAIRS=40), dict(N_PE=32, N_CI=16, DSP_PAIRS=220)],
     "zq_requant":   [dict(N_PE=2, ACC_W=32, OUT_W=17)],
     "zq_loop_gen":  [dict(N_PE=8, WPG=1, ROW_W=11, WR_W=7)],
     "zq_out_dma":   [dict(N_PE=8, DEPTH=32, MARGIN=12, PIPE=6, MAX_OUT=4)],
     "zq_fill_dma":  [dict(N_PE=32, ROW_W=12, MAX_OUT=4)],
+    "zq_fill_paths": [dict(N_PE=8, ROW_W=10, PATHS=1, MAX_OUT=4)],
+    "zq_out_paths": [dict(N_PE=8, PATHS=1, MAX_OUT=4)],
     "zq_wdma":      [_wdma(256, 6, 30, 0), _wdma(128, 6, 50, 1)],
     "zq_stem":      [_stem(8, 3, 3, 1, 7, 4, 4, 4), _stem(32, 1, 3, 2, 2, 8, 2, 8, row_w=12)],
     "zq_gap":       [dict(N_PE=32, GAP_ROWS=2, GAP_SHIFT=6, GAP_ROUND=E.GAP_ROUND_FLOOR, N_CLASSES=64),
@@ -101,7 +109,7 @@ def test_every_module_has_a_testbench():
                                            f"{sorted(modules ^ (set(MODULE_SOURCES) - {'zq_maxi_echo'}))}"
     for m in sorted(modules):
         assert (REPO / "sim" / "rtl" / "tb" / f"tb_{m}.py").is_file(), f"no sim/rtl/tb/tb_{m}.py"
-        assert len(PARAMS.get(m, [])) >= 2, f"{m}: fewer than two default parameter sets"
+        assert len(PARAMS.get(m, [])) >= (1 if m in ONE_SET else 2), f"{m}: fewer than two default parameter sets"
 
 
 def _sweep_requested(config) -> bool:

@@ -44,8 +44,11 @@ def mini():
 @pytest.fixture(scope="session")
 def ddr64():
     """ZynqNet at 64x64 on a 16x16 engine with 24 KiB of activation RAM: three tensors in DDR
-    (written through m_axi_act, read back into rings), streamed weights (a 512-word ring)."""
-    return exports.random_export("zynqnet", seed=0, vectors=2, n_pe=16, n_ci=16, input_size=64, act_kb=24)
+    (written and read back into rings over both activation paths: m_axi_act, m_axi_wts's writes,
+    m_axi_act2's reads), streamed weights (a 512-word ring), 96 of the 128 lane pairs on DSP48E1 and
+    64 lanes on LUT multipliers."""
+    return exports.random_export("zynqnet", seed=0, vectors=2, n_pe=16, n_ci=16, input_size=64, act_kb=24,
+                                  dsp_pairs=96)
 
 
 _builds: dict = {}
@@ -128,6 +131,8 @@ def test_ddr_tensors_and_streamed_weights(ddr64, rtl):
     n_pe = man["engine"]["n_pe"]
     wr = sum(-(-v["channels"] // n_pe) * n_pe * v["size"] ** 2 for v in t.values())
     assert r["ddr"]["act_wr_bytes"] == 2 * wr and r["ddr"]["wts_bytes"] == 2 * man["memory"]["weight_image_bytes"]
+    if man["engine"].get("act_paths") == 2:     # lines and rows alternate: both paths carry half
+        assert 0 < r["ddr"]["wts_wr_bytes"] < 2 * wr and 0 < r["ddr"]["act2_rd_bytes"] < r["ddr"]["act_rd_bytes"]
     if rtl == "rtl":
         f = r["figures"]
         assert f["dram_wr_bytes"] == wr and f["dram_rd_bytes"] == r["ddr"]["act_rd_bytes"] // 2 + \

@@ -15,9 +15,9 @@
 # The IP, as UG1118 asks: a Verilog top (board/ip/zq_top_ip.v: every zq_top port and
 # parameter passed through), packaged with ipx::package_project, then
 #   * the bus interfaces declared explicitly (Vivado's own inference removed first):
-#     s_axi_control (AXI4-Lite slave, decoding its whole 64 KiB segment), m_axi_wts and
-#     m_axi_act (AXI4 masters, 64-bit, each with its own address space of the same name,
-#     4 GiB), s_axis_in (AXI4-Stream slave), m_axis_out (AXI4-Stream master), ap_clk (clock
+#     s_axi_control (AXI4-Lite slave, decoding its whole 64 KiB segment), m_axi_wts,
+#     m_axi_act and m_axi_act2 (AXI4 masters, 64-bit, each with its own address space of the
+#     same name, 4 GiB), s_axis_in (AXI4-Stream slave), m_axis_out (AXI4-Stream master), ap_clk (clock
 #     of all of them, FREQ_HZ the specification's clock), ap_rst_n (active-low reset),
 #     interrupt (level-high); every port named by the interface naming Vitis HLS uses, so
 #     the block design (board/pynq_z2.tcl) wires either engine the same way. The streams
@@ -255,6 +255,7 @@ set outstanding 8
 foreach {port want} [list s_axi_control_WDATA 32 s_axi_control_AWADDR $zq_spec(ctrl_addr_bits) \
                          m_axi_wts_RDATA $zq_spec(axi_data_bits) m_axi_act_WDATA $zq_spec(axi_data_bits) \
                          m_axi_wts_ARADDR $zq_spec(axi_addr_bits) m_axi_act_AWADDR $zq_spec(axi_addr_bits) \
+                         m_axi_act2_RDATA $zq_spec(axi_data_bits) m_axi_act2_ARADDR $zq_spec(axi_addr_bits) \
                          s_axis_in_TDATA $zq_spec(stream_bits) m_axis_out_TDATA $zq_spec(stream_bits)] {
     if {[zq_width $core $port] != $want} {
         zq_fail "$port is [zq_width $core $port] bits in the wrapper, the engine specification says $want"
@@ -264,8 +265,9 @@ foreach {port want} [list s_axi_control_WDATA 32 s_axi_control_AWADDR $zq_spec(c
 zq_bus $core s_axi_control slave interface:aximm_rtl:1.0 interface:aximm:1.0 [zq_prefixed s_axi_control_ $lite_ports] \
     [list PROTOCOL AXI4LITE DATA_WIDTH [zq_width $core s_axi_control_WDATA] \
           ADDR_WIDTH [zq_width $core s_axi_control_AWADDR] READ_WRITE_MODE READ_WRITE]
-foreach {p mode} {wts READ_ONLY act READ_WRITE} {
-    # m_axi_wts only reads: zq_top ties its write channels off (AWVALID = WVALID = 0)
+foreach {p mode} {wts READ_WRITE act READ_WRITE act2 READ_ONLY} {
+    # m_axi_wts reads the weights and writes activation path 2's DDR tensors; m_axi_act2 only
+    # reads (path 2): zq_top ties its write channels off (AWVALID = WVALID = 0)
     zq_bus $core m_axi_$p master interface:aximm_rtl:1.0 interface:aximm:1.0 [zq_prefixed m_axi_${p}_ $axi_ports] \
         [list PROTOCOL AXI4 DATA_WIDTH [zq_width $core m_axi_${p}_WDATA] ADDR_WIDTH [zq_width $core m_axi_${p}_AWADDR] \
               ID_WIDTH [zq_width $core m_axi_${p}_AWID] AWUSER_WIDTH [zq_width $core m_axi_${p}_AWUSER] \
@@ -286,7 +288,7 @@ zq_port $core m_axis_out_TSTRB
 # the clock: the specification's (FCLK_CLK0 in board/pynq_z2.tcl), so that IP integrator's
 # validation compares it with its source (FREQ_HZ, as Xilinx's own RTL-kernel packaging sets it)
 zq_bus $core ap_clk slave signal:clock_rtl:1.0 signal:clock:1.0 {CLK ap_clk} \
-    [list ASSOCIATED_BUSIF s_axi_control:m_axi_wts:m_axi_act:s_axis_in:m_axis_out ASSOCIATED_RESET ap_rst_n \
+    [list ASSOCIATED_BUSIF s_axi_control:m_axi_wts:m_axi_act:m_axi_act2:s_axis_in:m_axis_out ASSOCIATED_RESET ap_rst_n \
           FREQ_HZ [expr {$zq_spec(clock_mhz) * 1000000}]]
 zq_bus $core ap_rst_n slave signal:reset_rtl:1.0 signal:reset:1.0 {RST ap_rst_n} [list POLARITY ACTIVE_LOW]
 zq_bus $core interrupt master signal:interrupt_rtl:1.0 signal:interrupt:1.0 {INTERRUPT interrupt} \
@@ -301,7 +303,7 @@ proc zq_size {bytes} {
     }
     return $bytes
 }
-foreach p {wts act} {
+foreach p {wts act act2} {
     set as [ipx::add_address_space m_axi_$p $core]
     set_property range [zq_size [expr {1 << $zq_spec(axi_addr_bits)}]] $as
     set_property width $zq_spec(axi_data_bits) $as

@@ -6,7 +6,8 @@
 // unchanged (same names, same widths, same defaults, but for the control port's address
 // width, below), so the packaged IP has the Vitis HLS IP's interface names (s_axi_control,
 // m_axi_wts, m_axi_act, s_axis_in, m_axis_out, ap_clk, ap_rst_n, interrupt) and one block
-// design takes either engine.
+// design takes either engine; the RTL twin adds m_axi_act2 (activation path 2's reads, HP3),
+// which the block design wires for it.
 //
 // The parameter defaults are the export's (rtl_params.svh, `include path: the export
 // directory) and the specification's (zq_spec.svh, rtl/); the packaging script sets the
@@ -20,6 +21,8 @@
 module zq_top_ip #(
     parameter N_PE        = `ZQ_N_PE,
     parameter N_CI        = `ZQ_N_CI,
+    parameter DSP_PAIRS   = `ZQ_DSP_PAIRS,
+    parameter ACT_PATHS   = `ZQ_ACT_PATHS,
     parameter N_LAYERS    = `ZQ_N_LAYERS,
     parameter ACT_ROWS    = `ZQ_ACT_ROWS,
     parameter WR_W        = `ZQ_WR_W,
@@ -86,7 +89,7 @@ module zq_top_ip #(
     output wire         s_axi_control_RVALID,
     input  wire         s_axi_control_RREADY,
 
-    // m_axi_wts: reads only (its write channels are tied off)
+    // m_axi_wts: weight reads; DDR-tensor writes of activation path 2
     output wire         m_axi_wts_AWVALID, input wire m_axi_wts_AWREADY, output wire [31:0] m_axi_wts_AWADDR,
     output wire [0:0]   m_axi_wts_AWID, output wire [7:0] m_axi_wts_AWLEN, output wire [2:0] m_axi_wts_AWSIZE,
     output wire [1:0]   m_axi_wts_AWBURST, output wire [0:0] m_axi_wts_AWLOCK, output wire [3:0] m_axi_wts_AWCACHE,
@@ -106,7 +109,7 @@ module zq_top_ip #(
     input  wire         m_axi_wts_BVALID, output wire m_axi_wts_BREADY, input wire [1:0] m_axi_wts_BRESP,
     input  wire [0:0]   m_axi_wts_BID, input wire [0:0] m_axi_wts_BUSER,
 
-    // m_axi_act: reads (input rings) and writes (DDR tensors)
+    // m_axi_act: reads (input rings) and writes (DDR tensors) of activation path 1
     output wire         m_axi_act_AWVALID, input wire m_axi_act_AWREADY, output wire [31:0] m_axi_act_AWADDR,
     output wire [0:0]   m_axi_act_AWID, output wire [7:0] m_axi_act_AWLEN, output wire [2:0] m_axi_act_AWSIZE,
     output wire [1:0]   m_axi_act_AWBURST, output wire [0:0] m_axi_act_AWLOCK, output wire [3:0] m_axi_act_AWCACHE,
@@ -126,11 +129,31 @@ module zq_top_ip #(
     input  wire         m_axi_act_BVALID, output wire m_axi_act_BREADY, input wire [1:0] m_axi_act_BRESP,
     input  wire [0:0]   m_axi_act_BID, input wire [0:0] m_axi_act_BUSER,
 
+    // m_axi_act: reads (input rings) and writes (DDR tensors) of activation path 1
+    output wire         m_axi_act2_AWVALID, input wire m_axi_act2_AWREADY, output wire [31:0] m_axi_act2_AWADDR,
+    output wire [0:0]   m_axi_act2_AWID, output wire [7:0] m_axi_act2_AWLEN, output wire [2:0] m_axi_act2_AWSIZE,
+    output wire [1:0]   m_axi_act2_AWBURST, output wire [0:0] m_axi_act2_AWLOCK, output wire [3:0] m_axi_act2_AWCACHE,
+    output wire [2:0]   m_axi_act2_AWPROT, output wire [3:0] m_axi_act2_AWQOS, output wire [3:0] m_axi_act2_AWREGION,
+    output wire [0:0]   m_axi_act2_AWUSER,
+    output wire         m_axi_act2_WVALID, input wire m_axi_act2_WREADY, output wire [63:0] m_axi_act2_WDATA,
+    output wire [7:0]   m_axi_act2_WSTRB, output wire m_axi_act2_WLAST, output wire [0:0] m_axi_act2_WID,
+    output wire [0:0]   m_axi_act2_WUSER,
+    output wire         m_axi_act2_ARVALID, input wire m_axi_act2_ARREADY, output wire [31:0] m_axi_act2_ARADDR,
+    output wire [0:0]   m_axi_act2_ARID, output wire [7:0] m_axi_act2_ARLEN, output wire [2:0] m_axi_act2_ARSIZE,
+    output wire [1:0]   m_axi_act2_ARBURST, output wire [0:0] m_axi_act2_ARLOCK, output wire [3:0] m_axi_act2_ARCACHE,
+    output wire [2:0]   m_axi_act2_ARPROT, output wire [3:0] m_axi_act2_ARQOS, output wire [3:0] m_axi_act2_ARREGION,
+    output wire [0:0]   m_axi_act2_ARUSER,
+    input  wire         m_axi_act2_RVALID, output wire m_axi_act2_RREADY, input wire [63:0] m_axi_act2_RDATA,
+    input  wire         m_axi_act2_RLAST, input wire [0:0] m_axi_act2_RID, input wire [0:0] m_axi_act2_RUSER,
+    input  wire [1:0]   m_axi_act2_RRESP,
+    input  wire         m_axi_act2_BVALID, output wire m_axi_act2_BREADY, input wire [1:0] m_axi_act2_BRESP,
+    input  wire [0:0]   m_axi_act2_BID, input wire [0:0] m_axi_act2_BUSER,
+
     output wire         interrupt
 );
 
     zq_top #(
-        .N_PE(N_PE), .N_CI(N_CI), .N_LAYERS(N_LAYERS), .ACT_ROWS(ACT_ROWS), .WR_W(WR_W),
+        .N_PE(N_PE), .N_CI(N_CI), .DSP_PAIRS(DSP_PAIRS), .ACT_PATHS(ACT_PATHS), .N_LAYERS(N_LAYERS), .ACT_ROWS(ACT_ROWS), .WR_W(WR_W),
         .WBUF_DEPTH(WBUF_DEPTH), .CACHE(CACHE), .N_WORDS(N_WORDS), .HDR_BYTES(HDR_BYTES),
         .IMAGE_BYTES(IMAGE_BYTES), .SCRATCH_BYTES(SCRATCH_BYTES), .IN_SIZE(IN_SIZE), .IN_CH(IN_CH),
         .STEM_K(STEM_K), .STEM_S(STEM_S), .STEM_SIZE(STEM_SIZE), .IN_WORDS(IN_WORDS), .RAW_RR(RAW_RR),
@@ -196,6 +219,27 @@ module zq_top_ip #(
         .m_axi_act_RUSER(m_axi_act_RUSER), .m_axi_act_RRESP(m_axi_act_RRESP),
         .m_axi_act_BVALID(m_axi_act_BVALID), .m_axi_act_BREADY(m_axi_act_BREADY),
         .m_axi_act_BRESP(m_axi_act_BRESP), .m_axi_act_BID(m_axi_act_BID), .m_axi_act_BUSER(m_axi_act_BUSER),
+        .m_axi_act2_AWVALID(m_axi_act2_AWVALID), .m_axi_act2_AWREADY(m_axi_act2_AWREADY),
+        .m_axi_act2_AWADDR(m_axi_act2_AWADDR), .m_axi_act2_AWID(m_axi_act2_AWID),
+        .m_axi_act2_AWLEN(m_axi_act2_AWLEN), .m_axi_act2_AWSIZE(m_axi_act2_AWSIZE),
+        .m_axi_act2_AWBURST(m_axi_act2_AWBURST), .m_axi_act2_AWLOCK(m_axi_act2_AWLOCK),
+        .m_axi_act2_AWCACHE(m_axi_act2_AWCACHE), .m_axi_act2_AWPROT(m_axi_act2_AWPROT),
+        .m_axi_act2_AWQOS(m_axi_act2_AWQOS), .m_axi_act2_AWREGION(m_axi_act2_AWREGION),
+        .m_axi_act2_AWUSER(m_axi_act2_AWUSER), .m_axi_act2_WVALID(m_axi_act2_WVALID),
+        .m_axi_act2_WREADY(m_axi_act2_WREADY), .m_axi_act2_WDATA(m_axi_act2_WDATA),
+        .m_axi_act2_WSTRB(m_axi_act2_WSTRB), .m_axi_act2_WLAST(m_axi_act2_WLAST), .m_axi_act2_WID(m_axi_act2_WID),
+        .m_axi_act2_WUSER(m_axi_act2_WUSER), .m_axi_act2_ARVALID(m_axi_act2_ARVALID),
+        .m_axi_act2_ARREADY(m_axi_act2_ARREADY), .m_axi_act2_ARADDR(m_axi_act2_ARADDR),
+        .m_axi_act2_ARID(m_axi_act2_ARID), .m_axi_act2_ARLEN(m_axi_act2_ARLEN),
+        .m_axi_act2_ARSIZE(m_axi_act2_ARSIZE), .m_axi_act2_ARBURST(m_axi_act2_ARBURST),
+        .m_axi_act2_ARLOCK(m_axi_act2_ARLOCK), .m_axi_act2_ARCACHE(m_axi_act2_ARCACHE),
+        .m_axi_act2_ARPROT(m_axi_act2_ARPROT), .m_axi_act2_ARQOS(m_axi_act2_ARQOS),
+        .m_axi_act2_ARREGION(m_axi_act2_ARREGION), .m_axi_act2_ARUSER(m_axi_act2_ARUSER),
+        .m_axi_act2_RVALID(m_axi_act2_RVALID), .m_axi_act2_RREADY(m_axi_act2_RREADY),
+        .m_axi_act2_RDATA(m_axi_act2_RDATA), .m_axi_act2_RLAST(m_axi_act2_RLAST), .m_axi_act2_RID(m_axi_act2_RID),
+        .m_axi_act2_RUSER(m_axi_act2_RUSER), .m_axi_act2_RRESP(m_axi_act2_RRESP),
+        .m_axi_act2_BVALID(m_axi_act2_BVALID), .m_axi_act2_BREADY(m_axi_act2_BREADY),
+        .m_axi_act2_BRESP(m_axi_act2_BRESP), .m_axi_act2_BID(m_axi_act2_BID), .m_axi_act2_BUSER(m_axi_act2_BUSER),
         .interrupt(interrupt)
     );
 

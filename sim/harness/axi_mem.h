@@ -3,6 +3,9 @@
 // memory presets of the engine specification (spec/engine.py, MemoryModel: its
 // token-bucket and refresh rules are implemented here literally).
 //
+// The ports of one DDR share its contents: share_store(owner) makes a port read and write the
+// owner's pages (the engine writes a tensor through one master and reads it through another).
+//
 // Each clock cycle the harness calls
 //     mem.drive(sig);   // the slave's outputs for this cycle (they depend on state only)
 //     ... evaluate the DUT, copy the master's outputs into sig ...
@@ -199,9 +202,9 @@ public:
 
     explicit AxiMem(const AxiMemConfig& c = axi_mem_defaults()) { configure(c); }
 
-    // New timing and size; drops the contents and any transaction in flight (the cycle count,
-    // which times refresh, goes on). Returns false (and keeps the old configuration) for an
-    // invalid one.
+    // New timing and size; drops any transaction in flight and, on a port that owns its store, the
+    // contents (the cycle count, which times refresh, goes on). Returns false (and keeps the old
+    // configuration) for an invalid one.
     bool configure(const AxiMemConfig& c) {
         if (c.size == 0 || c.size > (1ull << 32) || c.read_latency < 1 || c.write_latency < 1 ||
             c.max_reads < 1 || c.max_writes < 1 || c.accept_reads < c.max_reads || c.accept_writes < c.max_writes ||
@@ -211,8 +214,13 @@ public:
             !(c.port_bytes_per_cycle > 0.0) || !(c.bucket_bytes > 0.0))
             return false;
         cfg_ = c;
-        pages_.clear();
-        pages_.resize((c.size + PAGE - 1) >> PAGE_BITS);
+        const size_t n = (c.size + PAGE - 1) >> PAGE_BITS;
+        if (own_store_) {
+            store_->clear();
+            store_->resize(n);
+        } else if (store_->size() < n) {
+            store_->resize(n);
+        }
         lfsr_ = Lfsr(c.seed);
         // no random gap or stall: a quiet cycle draws nothing from the LFSR
         plain_ = !c.r_gap_p16 && !c.aw_gap_p16 && !c.w_gap_p16 && !c.ar_gap_p16 && !c.b_gap_p16 && !c.stall_p32;
@@ -226,6 +234,14 @@ public:
         return true;
     }
     const AxiMemConfig& config() const { return cfg_; }
+
+    // This port reads and writes the contents of `owner` (one DDR behind several ports); the owner's
+    // configure() drops them.
+    void share_store(AxiMem& owner) {
+        store_ = owner.store_;
+        own_store_ = false;
+        if (store_->size() < ((cfg_.size + PAGE - 1) >> PAGE_BITS)) store_->resize((cfg_.size + PAGE - 1) >> PAGE_BITS);
+    }
 
     // The budget shared with the other ports and the streams (null: none). Its owner calls
     // its end_cycle() once per cycle after every tick().
@@ -270,7 +286,8 @@ public:
         uint8_t* p = static_cast<uint8_t*>(out);
         while (n) {
             uint64_t off = addr & (PAGE - 1), k = PAGE - off < n ? PAGE - off : n;
-            const uint8_t* pg = pages_[addr >> PAGE_BITS].get();
+            const size_t idx = addr >> PAGE_BITS;
+            const uint8_t* pg = idx < store_->size() ? (*store_)[idx].get() : nullptr;
             if (pg) std::memcpy(p, pg + off, k); else std::memset(p, 0, k);
             addr += k; p += k; n -= k;
         }
@@ -490,7 +507,8 @@ private:
         else if (r == AXI_SLVERR) stats_.slverr++;
     }
     uint8_t* page(uint64_t a) {
-        auto& p = pages_[a >> PAGE_BITS];
+        if ((a >> PAGE_BITS) >= store_->size()) store_->resize((a >> PAGE_BITS) + 1);
+        auto& p = (*store_)[a >> PAGE_BITS];
         if (!p) {
             p.reset(new uint8_t[PAGE]);
             std::memset(p.get(), 0, PAGE);
@@ -536,7 +554,9 @@ private:
 
     AxiMemConfig cfg_{};
     AxiMemStats stats_{};
-    std::vector<std::unique_ptr<uint8_t[]>> pages_;
+    using Pages = std::vector<std::unique_ptr<uint8_t[]>>;
+    std::shared_ptr<Pages> store_ = std::make_shared<Pages>();   // the DDR's contents (maybe shared)
+    bool own_store_ = true;
     std::vector<std::string> messages_;
     std::deque<Burst> rq_, awq_, bq_;
     std::deque<WBeat> wq_;

@@ -9,9 +9,10 @@
 // Python. Register offsets always come from the caller.
 //
 // Build defines:
-//   ZQ_MAXI=1      the top has the AXI4 master ports m_axi_wts and m_axi_act (Vitis
-//                  naming, 64-bit data): each gets an AxiMem slave (axi_mem.h) and
-//                  the zqh_mem_* functions work; with ZQ_MAXI=0 they return ZQH_NO_MAXI.
+//   ZQ_MAXI=1      the top has the AXI4 master ports m_axi_wts, m_axi_act and m_axi_act2
+//                  (Vitis naming, 64-bit data): each gets an AxiMem slave (axi_mem.h), all
+//                  three over one DDR's contents, and the zqh_mem_* functions work; with
+//                  ZQ_MAXI=0 they return ZQH_NO_MAXI.
 //   ZQ_PROBE=1     the top is the engine's zq_top: its layer index and control state are
 //                  public (sim/harness/probe.vlt) and a time-out names them (zqh_probe).
 //   VL_USER_FATAL, VL_USER_WARN, VL_USER_STOP (given by the build for every file):
@@ -23,7 +24,7 @@
 // with ap_clk high (the rising edge). Cycle numbers count rising edges since the
 // harness was created; a handshake "in cycle c" is sampled before edge c+1.
 //
-// Memory model (ZQ_MAXI=1): each port's AxiMem and one SharedBudget for both ports and,
+// Memory model (ZQ_MAXI=1): each port's AxiMem and one SharedBudget for every port and,
 // with charge_streams (no DMA simulated here), every accepted s_axis_in and m_axis_out byte
 // (4 per beat), refilled once per cycle after both memories' ticks (spec/engine.py MemoryModel).
 // The ports are listed once, in ZQ_MAXI_PORTS (name, index): a new master port is one line
@@ -50,8 +51,8 @@
 #if ZQ_MAXI
 #include "axi_mem.h"
 // the DUT's AXI4 master ports: X(name in m_axi_<name>_*, index of zqh_mem_*'s port)
-#define ZQ_MAXI_PORTS(X) X(wts, 0) X(act, 1)
-constexpr int N_MAXI = 2;
+#define ZQ_MAXI_PORTS(X) X(wts, 0) X(act, 1) X(act2, 2)
+constexpr int N_MAXI = 3;
 #endif
 #ifndef ZQ_PROBE
 #define ZQ_PROBE 0
@@ -161,6 +162,7 @@ public:
             throw SimFatal("loading the ROM images failed:\n" + g_warnings);
 #if ZQ_MAXI
         for (auto& m : mem) m.attach_shared(&shared);
+        for (int k = 1; k < N_MAXI; ++k) mem[k].share_store(mem[0]);
 #endif
         reset(8);
     }
@@ -325,7 +327,7 @@ public:
     }
 
 #if ZQ_MAXI
-    zq::AxiMem mem[N_MAXI];   // in ZQ_MAXI_PORTS order: 0 m_axi_wts, 1 m_axi_act
+    zq::AxiMem mem[N_MAXI];   // in ZQ_MAXI_PORTS order: 0 m_axi_wts, 1 m_axi_act, 2 m_axi_act2 (one DDR)
     zq::AxiSignals sig[N_MAXI] = {};
     zq::SharedBudget shared;      // every master's budget (off until configured)
     bool charge_streams = false;  // accepted stream bytes draw on it (no DMA simulated)
@@ -376,8 +378,7 @@ private:
         top_->eval();
         cycle_++;
 #if ZQ_MAXI
-        mem[0].tick(sig[0]);
-        mem[1].tick(sig[1]);
+        for (int k = 0; k < N_MAXI; ++k) mem[k].tick(sig[k]);
         if (charge_streams && stream_bytes) shared.charge_stream(stream_bytes);
         shared.end_cycle();
 #else
@@ -561,7 +562,7 @@ int zqh_run(void* hp, zq_run_args* a) {
     return guarded(h, [&] { return h->run(a); });
 }
 
-// ---- AXI4 slave memories (ZQ_MAXI builds); port 0 = m_axi_wts, 1 = m_axi_act ----------
+// ---- AXI4 slave memories (ZQ_MAXI builds); port 0 = m_axi_wts, 1 = m_axi_act, 2 = m_axi_act2 --
 #if ZQ_MAXI
 #define ZQH_PORT(hp, port)                         \
     Harness* h = static_cast<Harness*>(hp);        \
@@ -604,7 +605,7 @@ int zqh_mem_stats(void* hp, uint32_t port, void* out) {
     *static_cast<zq::AxiMemStats*>(out) = m.stats();
     return ZQH_OK;
 }
-// The shared budget of both ports (rate 0: none) and whether stream bytes are charged to it;
+// The shared budget of every port (rate 0: none) and whether stream bytes are charged to it;
 // starts full.
 int zqh_shared_config(void* hp, double rate, double depth, uint32_t charge_streams) {
     Harness* h = static_cast<Harness*>(hp);

@@ -115,7 +115,7 @@ MEM_BYTES = E.DDR_WINDOW_BYTES
 KEEP_BUILDS = 4          # per network: older unused builds are removed
 FLAG_NAMES = {1: "output frame short of n_classes beats", 2: "output frame longer than n_classes beats",
               4: "register reads overtaken by the next frame", 8: "register read answered other than OKAY"}
-MAXI_PORTS = ("wts", "act")
+MAXI_PORTS = ("wts", "act", "act2")   # m_axi_*: one DDR behind all three (the harness's port order)
 
 
 class RtlFastError(RuntimeError):
@@ -212,7 +212,7 @@ class FastBuild:
     ``export_dir``  the export whose parameters (``rtl_params.svh``) are built in;
     ``sources``     RTL files (default ``rtl/`` in ``RTL_SOURCES`` order, ``rtl/`` on the include
                     path for ``zq_spec.svh``) and ``top`` the top module;
-    ``maxi``        the top has AXI4 master ports m_axi_wts / m_axi_act (the engine has): compile
+    ``maxi``        the top has AXI4 master ports m_axi_wts / m_axi_act / m_axi_act2 (the engine has): compile
                     the memory models in (``-DZQ_MAXI=1``);
     ``params``      ``f(mem_dir) -> text of rtl_params.svh`` (default: the export's file);
     ``rom_files``   files copied into ``mem/`` and hashed (default: none; the engine has no ROMs);
@@ -580,7 +580,8 @@ class Batch(_RegisterViews):
 
 
 class MemPort:
-    """The AXI4 slave memory on one master port of a ``maxi`` build (``wts`` or ``act``)."""
+    """The AXI4 slave memory on one master port of a ``maxi`` build (``wts``, ``act`` or ``act2``; one DDR's
+    contents behind all three)."""
 
     def __init__(self, sim: "FastSim", name: str):
         if name not in MAXI_PORTS:
@@ -719,7 +720,7 @@ class FastSim:
 
     def configure_memory(self, memory=None, seed: int = 1, extra_gap: float = 0.0,
                          keep_reads_on_reset: bool | None = None, size: int = MEM_BYTES) -> E.MemoryModel:
-        """Both AXI4 slave memories and their shared budget as ``memory`` describes them (a preset name,
+        """The AXI4 slave memories and their shared budget as ``memory`` describes them (a preset name,
         a :class:`~zynqflow.spec.engine.MemoryModel` or a dict of its fields; default ``ideal``); the
         random gaps and stalls seeded from ``memory.seed`` and ``seed``. Clears the memories."""
         if not self.maxi:

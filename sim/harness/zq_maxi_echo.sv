@@ -1,13 +1,14 @@
 // zq_maxi_echo: a small test DUT with the port list of the DDR-streaming zq_top
 // (s_axis_in, m_axis_out, s_axi_control, interrupt, and the AXI4 masters
-// m_axi_wts / m_axi_act in Vitis naming, 64-bit data, 32-bit addresses, 1-bit IDs).
+// m_axi_wts / m_axi_act / m_axi_act2 in Vitis naming, 64-bit data, 32-bit addresses, 1-bit IDs).
 // tests/test_rtl_fast.py builds the harness on it with ZQ_MAXI=1 to exercise the
 // memory models through a real Verilator model. Per frame (ap_ctrl_hs, auto_restart):
 //   1. take IN_BEATS input beats (32-bit) into a buffer;
 //   2. write them to the act base over m_axi_act: bursts of up to 16 beats, two
 //      input words per 64-bit beat (word 2i in the low half), one burst at a time;
-//   3. read N_CLASSES words back from the act base and N_CLASSES words from the
-//      wts base (one burst on each port, both in flight at once);
+//   3. read N_CLASSES words back from the act base over m_axi_act2 (the engine's second
+//      activation path: one DDR behind every port) and N_CLASSES words from the wts base
+//      over m_axi_wts (one burst on each port, both in flight at once);
 //   4. answer N_CLASSES beats, out[c] = act[c] + wts[c] (mod 2^32), TLAST on the last.
 // A write burst's AW and its first W beat are offered together (AXI A3.3.1: W does not wait for
 // AWREADY), so a slave that holds AWREADY until it sees WVALID works.
@@ -26,10 +27,10 @@
 //    3 FAULT_AR_SIZE     ARSIZE 2 (4-byte beats) on the wts read
 //    4 FAULT_AW_BURST    AWBURST FIXED (0) on every act write burst
 //    5 FAULT_WLAST       WLAST missing on the last beat of the frame's first write burst
-//    6 FAULT_AR_VALID    ARVALID (act) withdrawn in the second cycle it waits for ARREADY
+//    6 FAULT_AR_VALID    ARVALID (act2) withdrawn in the second cycle it waits for ARREADY
 //    7 FAULT_AW_VALID    AWVALID withdrawn in the second cycle it waits for AWREADY
 //    8 FAULT_W_VALID     WVALID withdrawn in the second cycle a beat waits for WREADY
-//    9 FAULT_AR_PAYLOAD  ARADDR (act) + 8 from the second cycle it waits for ARREADY
+//    9 FAULT_AR_PAYLOAD  ARADDR (act2) + 8 from the second cycle it waits for ARREADY
 //   10 FAULT_AW_PAYLOAD  AWADDR + 8 from the second cycle it waits for AWREADY
 //   11 FAULT_W_PAYLOAD   WDATA bit 0 flipped from the second cycle a beat waits for WREADY
 //   12 FAULT_RD_OUT      the wts read burst is issued FAULT_BURSTS (9) times without waiting for
@@ -124,8 +125,10 @@ module zq_maxi_echo #(
     output wire         interrupt,
 
     // m_axi_wts: weight image (reads only; AW/W/B stay idle); m_axi_act: activation scratch
+    // (writes; AR/R stay idle); m_axi_act2: the scratch read back (AW/W/B stay idle)
     `ZQ_MAXI_PORTS(wts),
-    `ZQ_MAXI_PORTS(act)
+    `ZQ_MAXI_PORTS(act),
+    `ZQ_MAXI_PORTS(act2)
 );
     localparam WBEATS = IN_BEATS / 2;              // 64-bit beats of a frame
     localparam BURST  = `ZQ_AXI_BURST_BEATS;
@@ -243,9 +246,9 @@ module zq_maxi_echo #(
     wire aw_fire = m_axi_act_AWVALID && m_axi_act_AWREADY;
     wire w_fire  = m_axi_act_WVALID && m_axi_act_WREADY;
     wire b_fire  = m_axi_act_BVALID && m_axi_act_BREADY;
-    wire ar_act_fire = m_axi_act_ARVALID && m_axi_act_ARREADY;
+    wire ar_act_fire = m_axi_act2_ARVALID && m_axi_act2_ARREADY;
     wire ar_wts_fire = m_axi_wts_ARVALID && m_axi_wts_ARREADY;
-    wire r_act_fire  = m_axi_act_RVALID && m_axi_act_RREADY;
+    wire r_act_fire  = m_axi_act2_RVALID && m_axi_act2_RREADY;
     wire r_wts_fire  = m_axi_wts_RVALID && m_axi_wts_RREADY;
     wire w_pending   = state == S_WR && bbeat != blen && (aw_done || fault != FAULT_W_AFTER_AW);
     wire burst_end   = (aw_done || aw_fire) && ((bbeat == blen) || (w_fire && bbeat == blen - 1'b1));
@@ -315,12 +318,12 @@ module zq_maxi_echo #(
                 S_R: begin
                     if (r_act_fire) begin
                         if (ract < CL_W'(2 * RBEATS)) begin
-                            act_rd[ract] <= m_axi_act_RDATA[31:0];
-                            act_rd[ract + 1'b1] <= m_axi_act_RDATA[63:32];
+                            act_rd[ract] <= m_axi_act2_RDATA[31:0];
+                            act_rd[ract + 1'b1] <= m_axi_act2_RDATA[63:32];
                             ract <= ract + CL_W'(2);
                         end
-                        if (m_axi_act_RRESP != 2'b00) rd_err <= 1'b1;
-                        if (m_axi_act_RLAST) r_act_done <= 1'b1;
+                        if (m_axi_act2_RRESP != 2'b00) rd_err <= 1'b1;
+                        if (m_axi_act2_RLAST) r_act_done <= 1'b1;
                     end
                     if (r_wts_fire) begin
                         if (rwts < CL_W'(2 * RBEATS)) begin
@@ -331,7 +334,7 @@ module zq_maxi_echo #(
                         if (m_axi_wts_RRESP != 2'b00) rd_err <= 1'b1;
                         if (m_axi_wts_RLAST) r_wts_n <= r_wts_n + 4'd1;
                     end
-                    if ((r_act_done || (r_act_fire && m_axi_act_RLAST)) &&
+                    if ((r_act_done || (r_act_fire && m_axi_act2_RLAST)) &&
                         (r_wts_n + 4'((r_wts_fire && m_axi_wts_RLAST) ? 1 : 0) == wts_bursts)) begin
                         state <= S_OUT; ocls <= '0;
                     end
@@ -359,7 +362,7 @@ module zq_maxi_echo #(
     assign m_axis_out_TKEEP  = 4'hF;
     assign m_axis_out_TSTRB  = 4'hF;
 
-    // m_axi_act: writes of the frame, then one read burst
+    // m_axi_act: writes of the frame; m_axi_act2: one read burst of them
     wire [IB_W-1:0] aw_beat = wbeat - IB_W'(bbeat);     // the burst's first beat
     assign m_axi_act_AWVALID = state == S_WR && !aw_done && !(fault == FAULT_AW_VALID && aw_wait == 2'd1);
     assign m_axi_act_AWADDR  = act_base[31:0] + act_off + {aw_beat, 3'b000} +
@@ -371,11 +374,25 @@ module zq_maxi_echo #(
     assign m_axi_act_WSTRB   = 8'hFF;
     assign m_axi_act_WLAST   = bbeat == blen - 1'b1 && !(fault == FAULT_WLAST && first_burst);
     assign m_axi_act_BREADY  = state == S_B;
-    assign m_axi_act_ARVALID = state == S_AR && !ar_act_done && !(fault == FAULT_AR_VALID && ar_wait == 2'd1);
-    assign m_axi_act_ARADDR  = act_base[31:0] + act_off +
-                               ((fault == FAULT_AR_PAYLOAD && ar_wait != 2'd0) ? 32'd8 : 32'd0);
-    assign m_axi_act_ARLEN   = 8'(RBEATS - 1);
-    assign m_axi_act_RREADY  = state == S_R;
+    assign m_axi_act2_ARVALID = state == S_AR && !ar_act_done && !(fault == FAULT_AR_VALID && ar_wait == 2'd1);
+    assign m_axi_act2_ARADDR  = act_base[31:0] + act_off +
+                                ((fault == FAULT_AR_PAYLOAD && ar_wait != 2'd0) ? 32'd8 : 32'd0);
+    assign m_axi_act2_ARLEN   = 8'(RBEATS - 1);
+    assign m_axi_act2_RREADY  = state == S_R;
+    assign m_axi_act_ARVALID  = 1'b0;
+    assign m_axi_act_ARADDR   = '0;
+    assign m_axi_act_ARLEN    = '0;
+    assign m_axi_act_RREADY   = 1'b1;
+    assign m_axi_act2_AWVALID = 1'b0;
+    assign m_axi_act2_AWADDR  = '0;
+    assign m_axi_act2_AWLEN   = '0;
+    assign m_axi_act2_WVALID  = 1'b0;
+    assign m_axi_act2_WDATA   = '0;
+    assign m_axi_act2_WSTRB   = '0;
+    assign m_axi_act2_WLAST   = 1'b0;
+    assign m_axi_act2_BREADY  = 1'b1;
+    assign m_axi_act2_AWBURST = 2'd1;
+    assign m_axi_act2_ARSIZE  = 3'd3;
     // m_axi_wts: one read burst (FAULT_RD_OUT: FAULT_BURSTS of them)
     assign m_axi_wts_ARVALID = state == S_AR && !ar_wts_done;
     assign m_axi_wts_ARADDR  = wts_base[31:0];
@@ -393,6 +410,7 @@ module zq_maxi_echo #(
     assign m_axi_act_ARSIZE  = 3'd3;
     `ZQ_MAXI_ATTRS(act)
     `ZQ_MAXI_ATTRS(wts)
+    `ZQ_MAXI_ATTRS(act2)
     // the broken master's attribute faults (AxSIZE 3 and AxBURST INCR otherwise)
     assign m_axi_act_AWBURST = (fault == FAULT_AW_BURST) ? 2'd0 : 2'd1;
     assign m_axi_wts_ARSIZE  = (fault == FAULT_AR_SIZE) ? 3'd2 : 3'd3;
@@ -400,7 +418,10 @@ module zq_maxi_echo #(
     wire unused_ok = &{1'b0, s_axis_in_TKEEP, s_axis_in_TSTRB, s_axis_in_TLAST, s_axi_control_WSTRB,
                        m_axi_act_RLAST, m_axi_act_RID, m_axi_act_RUSER, m_axi_act_BID, m_axi_act_BUSER,
                        m_axi_wts_RLAST, m_axi_wts_RID, m_axi_wts_RUSER, m_axi_wts_BID, m_axi_wts_BUSER,
-                       m_axi_wts_AWREADY, m_axi_wts_WREADY, m_axi_wts_BVALID, m_axi_wts_BRESP};
+                       m_axi_wts_AWREADY, m_axi_wts_WREADY, m_axi_wts_BVALID, m_axi_wts_BRESP,
+                       m_axi_act_ARREADY, m_axi_act_RVALID, m_axi_act_RDATA, m_axi_act_RRESP,
+                       m_axi_act2_RLAST, m_axi_act2_RID, m_axi_act2_RUSER, m_axi_act2_BID, m_axi_act2_BUSER,
+                       m_axi_act2_AWREADY, m_axi_act2_WREADY, m_axi_act2_BVALID, m_axi_act2_BRESP};
 endmodule
 
 `default_nettype wire

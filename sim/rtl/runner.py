@@ -42,8 +42,9 @@ TB_MODULE = "zynqflow.sim.rtl.tb_zq_top"
 TOPLEVEL = "zq_top"
 # compile order (leaf modules first)
 RTL_SOURCES = (
-    "zq_ram_sdp.sv", "zq_fifo.sv", "zq_axi_rd.sv", "zq_axi_wr.sv", "zq_act_mem.sv", "zq_mac_array.sv",
-    "zq_requant.sv", "zq_loop_gen.sv", "zq_core.sv", "zq_out_dma.sv", "zq_fill_dma.sv", "zq_wdma.sv",
+    "zq_ram_sdp.sv", "zq_fifo.sv", "zq_axi_rd.sv", "zq_axi_wr.sv", "zq_act_mem.sv", "zq_lut_mul.sv",
+    "zq_mac_array.sv", "zq_requant.sv", "zq_loop_gen.sv", "zq_core.sv", "zq_out_dma.sv", "zq_out_paths.sv",
+    "zq_fill_dma.sv", "zq_fill_paths.sv", "zq_wdma.sv",
     "zq_stem.sv", "zq_gap.sv", "zq_axis_out.sv", "zq_axil_regs.sv", "zq_top.sv",
 )
 RTL_HEADERS = ("zq_spec.svh",)

@@ -233,8 +233,8 @@ async def host_job(dut):
                      mm2s_errors=m.mm2s.errors, s2mm_errors=m.s2mm.errors,
                      ignored_writes=m.mm2s.ignored_writes + m.s2mm.ignored_writes),
             interrupts=irqs, mmio_reads=ol.mmio.reads, mmio_writes=ol.mmio.writes, tampered=ol.tampered,
-            ddr_bytes=dict(wts_rd=ol.ddr.wts.read.bytes, act_rd=ol.ddr.act.read.bytes,
-                           act_wr=ol.ddr.act.write.bytes),
+            ddr_bytes=dict(wts_rd=ol.ddr.wts.read.bytes, act_rd=ol.ddr.act.read.bytes + ol.ddr.act2.read.bytes,
+                           act_wr=ol.ddr.act.write.bytes + ol.ddr.wts.write.bytes),
             sim_wall_seconds=ol.sim_wall_seconds(), sim_time_ns=cocotb.utils.get_sim_time("ns"))
         np.savez(arrays_file, **arrays)
         result_file.write_text(json.dumps(summary, indent=1, default=lambda o: o.tolist() if hasattr(o, "tolist")

@@ -161,7 +161,8 @@ class TB:
         return f"layer {li} '{name}', {top_name}, at cycle {self.ddr.cycle} ({mem}); engine: {st}"
 
     DEBUG_SIGNALS = ("state", "li", "abort", "err_flags", "u_core.busy", "u_core.u_loop.state", "u_fill.busy",
-                     "u_fill.active", "u_wdma.busy", "u_wdma.active", "out_idle", "u_out.f_count", "stem_in_done",
+                     "u_fill.u_fill0.active", "u_wdma.busy", "u_wdma.active", "out_idle", "u_out.u_out0.f_count",
+                     "stem_in_done",
                      "u_stem.istate", "u_stem.bstate", "u_axis_out.active")
 
     def state(self) -> dict:
@@ -185,7 +186,7 @@ class TB:
         else:
             self.source.clear_pause_generator()
             self.sink.clear_pause_generator()
-        for port in (self.ddr.wts, self.ddr.act):
+        for port in self.ddr.ports:
             port.set_stalls(0.3 if on else 0.0, seed)
 
     def start_monitor(self):
@@ -257,58 +258,97 @@ class TB:
 class LastStepIsolator:
     """A memory that isolates the last MAC step of a layer that writes DDR (the busy hole of
     issue 16), as a hook of :class:`Ddr` that watches the engine (the cocotb build's public
-    signals) and steers the W channel of ``port``.
+    signals) and steers the W channel of one write path (``ports``: path 1's and path 2's; the
+    other path's writes go free).
 
-    From the layer's start W is held, so the output FIFO fills and the loop stops (``out_full``).
-    Once it has stopped and every result is in (``quiet`` cycles without a step in the address
-    stages), ``k`` steps are left. The FIFO is then drained to ``c0`` units and W held again: the
-    loop runs a burst of steps until the results coming back push the FIFO over its threshold;
-    with c0 one below the threshold the burst is ``a`` steps (learnt from the first burst), each
-    unit less is one step more (the drain ends before the burst's first result is back). Bursts
-    are chosen so that exactly one step is left at the end; then W goes free and that last step
-    is issued alone, far from the one before it. One step per output pixel (1x1 kernel, one input
+    From the layer's start W is held, so the path's output FIFO fills and the loop stops
+    (``out_full``). Once it has stopped and every result is in (``quiet`` cycles without a step in
+    the address stages, the free path's FIFO at most half full), ``k`` steps are left. The FIFO is then drained
+    to ``c0`` units and W held again: the loop runs a burst of steps until T - c0 of its results
+    have gone to the held path, then ``a`` - 1 steps more (the pipeline and the registered
+    ``full``; ``a`` learnt from the bursts). With two paths the odd 128-byte lines go to path 2, so
+    the isolator records which path each step's result took and extends that pattern (periodic)
+    to the steps to come; the burst that leaves the last step must end on a result of the held
+    path, so once ``a`` is known the isolator holds the path of step ``steps - a - 1``. Bursts are
+    chosen so that exactly one step is left at the end; then W goes free and that last step is
+    issued alone, far from the one before it. One step per output pixel (1x1 kernel, one input
     chunk) keeps the counting exact."""
 
     QUIET = 25         # cycles without a step: every result of the steps issued is in the FIFO
     SPREAD = 9         # c0 from threshold - 1 down to threshold - 1 - SPREAD (drain shorter than the pipeline)
     T_RUN, G_RUN = 5, 3
 
-    def __init__(self, dut, port, li: int, steps: int, fifo_threshold: int):
-        self.port, self.li, self.steps, self.T = port, li, steps, fifo_threshold
-        u = dut.u_core
+    def __init__(self, dut, ports, li: int, steps: int, fifo_threshold: int):
+        self.li, self.steps, self.T = li, steps, fifo_threshold
+        u, o = dut.u_core, dut.u_out
         self.r = dict(li=signal_reader(dut.li), top=signal_reader(dut.state), loop=signal_reader(u.u_loop.state),
                       l1=signal_reader(u.u_loop.l1_v), l2=signal_reader(u.u_loop.l2_v), s0=signal_reader(u.s_valid),
-                      full=signal_reader(dut.out_full), count=signal_reader(dut.u_out.f_count))
+                      unit=signal_reader(o.in_valid), unit1=signal_reader(o.u_out0.in_valid))
+        counts = [signal_reader(o.u_out0.f_count)]
+        if hasattr(o, "g_path2"):
+            counts.append(signal_reader(o.g_path2.u_out1.f_count))
+        self.counts = counts
         self.hold_w = False
-        port.hold("w", lambda c: self.hold_w)
+        self.path = 0                                     # the held path (0: path 1, 1: path 2)
+        for i, port in enumerate(ports[:len(counts)]):
+            port.hold("w", lambda c, i=i: self.hold_w and self.path == i)
         self.phase = "wait"
         self.issued = self.quiet = 0
         self.prev_issue = self.last_issue = None
         self.k_before = self.c0 = None
-        self.bursts: list[tuple[int, int, int]] = []    # (c0, steps left before, steps issued)
+        self.bursts: list[tuple[int, int, int, int]] = []    # (path, c0, steps left before, steps issued)
+        self.to1: list[int] = []                              # 1 where a step's result went to path 1
         self.a = None
         self.gap = None
         self.done = False
         self.why = ""
 
     def report(self) -> dict:
-        return dict(phase=self.phase, done=self.done, gap=self.gap, bursts=self.bursts, a=self.a, why=self.why)
+        return dict(phase=self.phase, done=self.done, gap=self.gap, bursts=self.bursts, a=self.a, why=self.why,
+                    to1="".join(map(str, self.to1)))
 
     def _give_up(self, why: str) -> None:
         self.why, self.phase, self.hold_w = why, "failed", False
 
-    def _plan(self, k: int) -> int:
+    def _pattern(self, path: int) -> list[int]:
+        """1 where a step's result goes to ``path``, for every step of the layer: the steps seen,
+        then their shortest period."""
+        seen = self.to1
+        p = next(p for p in range(1, len(seen) + 1)
+                 if all(seen[i] == seen[i - p] for i in range(p, len(seen))))
+        out = list(seen)
+        while len(out) < self.steps:
+            out.append(out[-p])
+        return [v ^ path for v in out]
+
+    def _until(self, pat: list[int], s: int, m: int) -> int | None:
+        """Steps from step s until m results have gone to the path (None: not before the layer's end)."""
+        n = 0
+        for j in range(s, self.steps):
+            n += pat[j]
+            if n >= m:
+                return j - s + 1
+        return None
+
+    def _plan(self, k: int) -> int | None:
         """c0 for the next burst, from k steps left: the last burst leaves exactly one."""
-        a, R = self.a, self.SPREAD
-        x = k - 1
-        reach = [False] * (x + 1)
-        reach[0] = True
-        for y in range(1, x + 1):
-            reach[y] = any(reach[y - d] for d in range(a, a + R + 1) if d <= y)
-        for d in range(min(a + R, x), a - 1, -1):
-            if reach[x - d]:
-                return self.T - 1 - (d - a)
-        return self.T - 1
+        pat, a = self._pattern(self.path), self.a
+        choices = range(self.T - 1, self.T - 2 - self.SPREAD, -1)
+        memo: dict[int, int | None] = {1: -1}
+
+        def reach(k: int) -> int | None:
+            if k not in memo:
+                memo[k] = None
+                for c0 in choices:
+                    j = self._until(pat, self.steps - k, self.T - c0)
+                    d = None if j is None else j + a - 1
+                    if d is not None and d <= k - 1 and reach(k - d) is not None:
+                        memo[k] = c0
+                        break
+            return memo[k]
+
+        c0 = reach(k)
+        return None if c0 is None or c0 < 0 else c0
 
     def cycle(self, c: int) -> None:
         if self.phase in ("done", "failed"):
@@ -320,30 +360,43 @@ class LastStepIsolator:
             return
         if r["li"]() != self.li:
             return self._give_up(f"layer {self.li} ended with {self.steps - self.issued} steps left unisolated")
+        if r["unit"]():
+            self.to1.append(int(r["unit1"]()))
         s0 = r["s0"]()
         if s0:
             self.issued += 1
             self.prev_issue, self.last_issue = self.last_issue, c
         self.quiet = 0 if (s0 or r["l1"]() or r["l2"]()) else self.quiet + 1
+        counts = [f() for f in self.counts]
         if self.phase == "hold":
-            if self.quiet >= self.QUIET and r["full"]() and r["loop"]() == self.G_RUN:
+            held_full = counts[self.path] >= self.T
+            free_low = all(n <= self.T // 2 for i, n in enumerate(counts) if i != self.path)
+            if self.quiet >= self.QUIET and held_full and free_low and r["loop"]() == self.G_RUN:
                 k = self.steps - self.issued
+                if len(self.to1) != self.issued:
+                    return self._give_up(f"{self.issued} steps issued, {len(self.to1)} results in")
                 if self.k_before is not None:
-                    d = self.k_before - k
-                    self.bursts.append((self.c0, self.k_before, d))
-                    fit = sorted(d_ - (self.T - 1 - c0_) for c0_, _, d_ in self.bursts)
+                    self.bursts.append((self.path, self.c0, self.k_before, self.k_before - k))
+                    fit = sorted(d - self._until(self._pattern(p), self.steps - kb, self.T - c0) + 1
+                                 for p, c0, kb, d in self.bursts)
                     self.a = fit[len(fit) // 2]
                 if k == 1:
                     self.phase, self.hold_w = "final", False
                     return
                 if k < 1:
                     return self._give_up("no step left")
+                if self.a is not None:
+                    last_path = 1 - self._pattern(0)[self.steps - self.a - 1]
+                    if last_path != self.path:
+                        # hold the path of the last burst's final result from now on
+                        self.path, self.k_before = last_path, None
+                        return
                 self.c0 = self.T - 1 if self.a is None else self._plan(k)
-                if self.a is not None and k - 1 < self.a:
-                    return self._give_up(f"{k} steps left, a burst is at least {self.a}")
+                if self.c0 is None:
+                    return self._give_up(f"no bursts (a = {self.a}) leave exactly one of {k} steps")
                 self.k_before, self.phase, self.hold_w = k, "drain", False
         elif self.phase == "drain":
-            if r["count"]() <= self.c0:
+            if counts[self.path] <= self.c0:
                 self.phase, self.hold_w = "hold", True
         elif self.phase == "final" and s0:
             self.gap = c - self.prev_issue
@@ -410,7 +463,9 @@ async def run_frames(dut):
                frames_done=frames_done, status=status, per_frame=per_frame, t_done_ns=t_done, sim_cycles=sim_cycles,
                wall_s=wall, extra_output_frames=extra,
                ddr=dict(wts_bursts=tb.ddr.wts.read.bursts, wts_bytes=tb.ddr.wts.read.bytes,
-                        act_rd_bytes=tb.ddr.act.read.bytes, act_wr_bytes=tb.ddr.act.write.bytes))
+                        act_rd_bytes=tb.ddr.act.read.bytes + tb.ddr.act2.read.bytes,
+                        act_wr_bytes=tb.ddr.act.write.bytes + tb.ddr.wts.write.bytes,
+                        act2_rd_bytes=tb.ddr.act2.read.bytes, wts_wr_bytes=tb.ddr.wts.write.bytes))
     if labels is not None:
         res["labels"] = np.asarray(labels)
         res["top1"] = float(np.mean(got_arr.argmax(axis=1) == np.asarray(labels))) if n else 0.0
@@ -704,7 +759,7 @@ async def busy_hole(dut):
     tb = TB(dut)
     name = _env("ZQ_TARGET_LAYER")
     li = [l["name"] for l in tb.ex.man["layers"]].index(name)
-    iso = LastStepIsolator(dut, tb.ddr.act, li, tb.ex.man["layers"][li]["mac_cycles"],
+    iso = LastStepIsolator(dut, (tb.ddr.act, tb.ddr.wts), li, tb.ex.man["layers"][li]["mac_cycles"],
                            fifo_threshold=E.RTL_OUT_FIFO_UNITS - E.RTL_OUT_FIFO_MARGIN)
     tb.ddr.hooks.append(iso.cycle)
     got, expected = await tb.single_frames("random:13", 2, stop=lambda: not iso.done)
@@ -728,7 +783,7 @@ class LateLastRow:
 
     def __init__(self, dut, port, li: int, rows: int, hold_after: int = 100):
         self.li, self.rows, self.hold_after = li, rows, hold_after
-        self.r = dict(li=signal_reader(dut.li), top=signal_reader(dut.state), p_y=signal_reader(dut.u_fill.p_y),
+        self.r = dict(li=signal_reader(dut.li), top=signal_reader(dut.state), p_y=signal_reader(dut.u_fill.u_fill0.p_y),
                       core=signal_reader(dut.core_busy))
         self.idle_at = None
         self.holding = False

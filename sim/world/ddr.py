@@ -4,7 +4,8 @@ HP ports, the DDR controller) and AMBA AXI (ARM IHI 0022: the channel rules its 
 answering reads across a DUT reset.
 
 :class:`Ddr` is one memory (a cocotbext-axi :class:`SparseMemory`) and one cycle-level AXI4
-slave per master port (:class:`DdrPort`: ``m_axi_wts``, ``m_axi_act``), driven by one
+slave per master port (:class:`DdrPort`: ``m_axi_wts``, ``m_axi_act``, ``m_axi_act2``; a port the
+DUT lacks is absent in effect: no VALID ever rises on it), driven by one
 coroutine that, every clock cycle,
 
 1. takes effect of the handshakes of the cycle that just ended (sampled in its read-only
@@ -17,7 +18,7 @@ coroutine that, every clock cycle,
 It implements the docstring of ``MemoryModel`` literally (the C++ ``AxiMem`` of the harness
 implements the same text): per port ``read_latency`` from the AR handshake to the first R
 beat, B ``write_latency`` after a burst's last W beat, a token bucket per port and direction
-(``port_bytes_per_cycle``), one shared bucket for both ports, both directions and the charged
+(``port_bytes_per_cycle``), one shared bucket for every port, both directions and the charged
 stream bytes (``shared_bytes_per_cycle``, ``cpu_share``), refresh, and the stress behaviours
 (random gaps on AR/R/AW/W/B, long stalls, AWREADY held until a W beat arrives). The slave
 accepts up to twice ``max_reads``/``max_writes`` bursts and reports a master that has more
@@ -498,12 +499,12 @@ def _fmt(p) -> str:
 
 
 class Ddr:
-    """The DDR both masters of the DUT see: one sparse memory, one :class:`DdrPort` per prefix,
+    """The DDR every master of the DUT sees: one sparse memory, one :class:`DdrPort` per prefix,
     one shared token bucket. ``model``: a :class:`MemoryModel` or a preset name (``"ideal"``,
     ``"pynq-z2"``, ``"stress"``); ``overrides``: fields changed from it (``seed=3``, ...)."""
 
     def __init__(self, dut, clock, reset, period_steps: int | None = None, model: MemoryModel | str = MEMORY_MODEL,
-                 size: int = 1 << 32, prefixes=("m_axi_wts", "m_axi_act"), reset_active_level: bool = False,
+                 size: int = 1 << 32, prefixes=("m_axi_wts", "m_axi_act", "m_axi_act2"), reset_active_level: bool = False,
                  fatal: bool = False, mem: SparseMemory | None = None, **overrides):
         self.model = memory_preset(model, **overrides) if isinstance(model, str) else replace(model, **overrides)
         m = self.model

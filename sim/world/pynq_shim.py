@@ -891,7 +891,7 @@ class SimOverlay:
         return self._dma
 
     def _period_changed(self, period_ns: float) -> None:
-        for port in (self.ddr.wts, self.ddr.act):      # the DDR latency is counted in clock periods
+        for port in self.ddr.ports:                    # the DDR latency is counted in clock periods
             port.read._period = get_sim_steps(period_ns, "ns")
 
     async def _tamper(self, fault: dict) -> None:

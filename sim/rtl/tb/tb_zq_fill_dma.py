@@ -101,8 +101,9 @@ class TB(TBBase):
         self.last_b = None
         self.busy_hist: dict[int, int] = {}
         self.slack_min = 1 << 20
-        for n in ("start", "abort", "release_rows", "b_ready"):
+        for n in ("start", "abort", "release_rows", "b_ready", "step2", "phase"):
             getattr(dut, n).value = 0
+        dut.en.value = 1          # one DMA reading every row (zq_fill_paths's two-path modes: tb_zq_fill_paths)
 
     async def run_layer(self, layer: Layer):
         d = self.dut

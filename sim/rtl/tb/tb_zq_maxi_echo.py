@@ -29,10 +29,10 @@ FAULTS = {
     3: ("m_axi_wts", "AR", "ARSIZE 2"),
     4: ("m_axi_act", "AW", "AWBURST 0"),
     5: ("m_axi_act", "W", "WLAST missing on beat 16 of 16"),
-    6: ("m_axi_act", "AR", "ARVALID withdrawn before ARREADY"),
+    6: ("m_axi_act2", "AR", "ARVALID withdrawn before ARREADY"),
     7: ("m_axi_act", "AW", "AWVALID withdrawn before AWREADY"),
     8: ("m_axi_act", "W", "WVALID withdrawn before WREADY"),
-    9: ("m_axi_act", "AR", "payload changed while ARVALID waited"),
+    9: ("m_axi_act2", "AR", "payload changed while ARVALID waited"),
     10: ("m_axi_act", "AW", "payload changed while AWVALID waited"),
     11: ("m_axi_act", "W", "payload changed while WVALID waited"),
     12: ("m_axi_wts", "AR", "9 read bursts outstanding, more than 8"),
@@ -45,7 +45,8 @@ HELD = {6: "ar", 7: "aw", 8: "w", 9: "ar", 10: "aw", 11: "w"}   # the channel th
 class TB(TBBase):
     def __init__(self, dut, test):
         super().__init__(dut, clk="ap_clk", rst="ap_rst_n", rst_active=0, test=test)
-        self.ddr = Ddr(dut, self.clk, self.rst, get_sim_steps(CLK_NS, "ns"), model="ideal", size=1 << 24)
+        self.ddr = Ddr(dut, self.clk, self.rst, get_sim_steps(CLK_NS, "ns"), model="ideal", size=1 << 24,
+                       prefixes=("m_axi_wts", "m_axi_act", "m_axi_act2"))
         self.src = AxiStreamSource(AxiStreamBus.from_prefix(dut, "s_axis_in"), self.clk, self.rst,
                                    reset_active_level=False)
         self.sink = AxiStreamSink(AxiStreamBus.from_prefix(dut, "m_axis_out"), self.clk, self.rst,
@@ -78,7 +79,7 @@ class TB(TBBase):
         self.ddr.errors.clear()
         self.ddr.n_errors = 0
         if fault in HELD:
-            self.hold_first_wait(self.ddr.act, HELD[fault])
+            self.hold_first_wait(self.ddr.act2 if HELD[fault] == "ar" else self.ddr.act, HELD[fault])
         for name, v in (("wts", WTS), ("act", ACT), ("layer_sel", fault)):
             await self.axil.write_dword(self.reg[name], v)
         self.eq(int(await self.axil.read_dword(self.reg["layer_sel"])), fault, "the FAULT register reads back")
