@@ -108,10 +108,12 @@ def _expect_same(got: np.ndarray, want: np.ndarray, what: str) -> None:
 # ---- the packed DSP48E1 ---------------------------------------------------------
 def test_packed_dsp_exhaustive(tmp_path_factory):
     """Both versions of the two-MACs-per-DSP split (ap_int and int64) equal the two plain
-    products for every w_hi, w_lo in [-128, 127] and every 9-bit lane value in [-128, 255]."""
+    products for every w_hi, w_lo in [-128, 127] and every 9-bit lane value in [-128, 255]; the
+    LUT lane's plain product (the lane pairs beyond DSP_PAIRS) equals w * x for every pair."""
     rc, out = csim.run_dsp_test(tmp_path_factory.mktemp("dsp"), quiet=True)
     assert rc == 0, out
     assert "25165824 cases (49152 weight pairs with the pre-adder wrap), 0 mismatches" in out, out
+    assert "LUT lane: 98304 cases, 0 mismatches" in out, out
 
 
 # ---- bit exactness -------------------------------------------------------------
