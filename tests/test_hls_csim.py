@@ -126,6 +126,13 @@ def test_export_covers_the_engine():
     assert any(l["stride"] == 2 and l["src_kind"] == "ddr" for l in m["layers"])
     assert any(l["dst_offset"] for l in m["layers"] if l["dst_kind"] == "ddr"), "no concatenation in DDR"
     assert not m["engine"]["weight_cache"] and m["memory"]["scratch_bytes"] > 0
+    # issue 27: LUT lanes beside the DSP pairs, reads and writes over both activation paths
+    assert m["engine"]["lut_lanes"] > 0 and m["engine"]["dsp48e1"] > 0 and m["engine"]["act_paths"] == 2
+    from zynqflow.export.exporter import load_plan
+    from zynqflow.spec import engine as E
+
+    rows = [l.row for l in load_plan(_net("zq64-ddr").dir).layers]
+    assert any(r["src_path"] == E.PATH_BOTH for r in rows) and any(r["dst_path"] == E.PATH_BOTH for r in rows)
     assert _net("mini").man["engine"]["weight_cache"]
     rgb, wide = _net("rgb").man, _net("wide").man
     assert rgb["engine"]["n_ci"] == 4 and any(l["dst_offset"] % 16 for l in rgb["layers"])   # mid-group word
