@@ -479,8 +479,8 @@ def test_run_hls_tcl_flow(tmp_path):
     (every header of hls/, not the C simulation's scheduler) and the testbench, Vitis's own streams
     (-DZQ_VITIS), the four steps in order, a co-simulation of ZQ_COSIM_FRAMES frames without the
     protocol checks unless ZQ_COSIM_PROTOCOL=1; arguments from the command line or (vitis-run) the
-    environment; zq_top's interface pragmas name the m_axi bundles wts and act (ports m_axi_wts,
-    m_axi_act, with `latency=`) and the s_axilite bundle control (s_axi_control)."""
+    environment; zq_top's interface pragmas name the m_axi bundles wts, act and act2 (ports m_axi_wts,
+    m_axi_act, m_axi_act2, with `latency=`) and the s_axilite bundle control (s_axi_control)."""
     d = NETS["zq64-ddr"][0]()                      # the export only (nothing compiled)
     n = SimpleNamespace(dir=d)
     mem = json.loads((d / "manifest.json").read_text())["memory"]
@@ -521,8 +521,13 @@ def test_run_hls_tcl_flow(tmp_path):
     rc, _, out = _mock_run_hls(tmp_path)
     assert rc == 2 and "ZQ_HLS_EXPORT" in out
     top = (csim.HLS_DIR / "zq_top.cpp").read_text()
-    assert "port=wts bundle=wts offset=slave" in top and "port=act bundle=act offset=slave" in top
-    assert "depth=ZQ_WTS_DEPTH" in top and "depth=ZQ_ACT_DEPTH" in top and "latency=ZQ_MAXI_LATENCY" in top
+    # three masters addressed by byte address from 0 (offset=off), their bases the spec's wts and act
+    # registers (64-bit scalars): the register map stays the spec's (hls/README.md, "Interface")
+    for port, bundle in (("wts_mem", "wts"), ("act_mem", "act"), ("act2_mem", "act2")):
+        assert f"port={port} bundle={bundle} offset=off" in top, port
+    assert "offset=slave" not in top and "zq_addr_t wts, zq_addr_t act" in top
+    assert top.count("depth=ZQ_MEM_DEPTH") == 3 and "latency=ZQ_MAXI_LATENCY" in top
+    assert "ZQ_WTS_DEPTH" in top and "ZQ_ACT_DEPTH" in top      # ZQ_MEM_DEPTH: the testbench's DDR from them
     spec_h = (csim.HLS_DIR / "zq_spec.h").read_text()
     for r in ("wts", "act", "status", "frames_done", "net_id", "build_params", "engine_info", "return"):
         assert f"port={r} " in spec_h and "bundle=control" in spec_h
