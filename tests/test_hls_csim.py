@@ -640,7 +640,7 @@ def test_every_stream_at_depth_one(name):
     """No path of the engine needs a deep FIFO (the core takes from every producer without blocking
     and only blocks on its own output): every stream at depth 1 runs bit-exact, only slower."""
     n = _net(name)
-    streams = ("w_beats", "stem_units", "in_status", "logits", "fill_units", "out_units")
+    streams = ("w_beats", "stem_units", "in_status", "logits", "fill_units", "fill_units2", "out_units", "out_units2")
     try:
         n.sim.reset()
         n.sim.process_stats()
