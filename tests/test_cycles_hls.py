@@ -248,8 +248,18 @@ def test_overlap_model_matches_lockstep_csim(which):
     if n > 1:
         sim.run(frames[1:])
         _check_frame(plan, sim.loop_counts(), cached=True, what=f"{which}, second frame")
-    st = sim.process_stats()["processes"]
+    stats = sim.process_stats()
+    st = stats["processes"]
     assert {"weight_reader", "stem", "layers", "output", "fill_reader", "core", "ddr_writer"} <= set(st)
+    # the second activation path's share, exactly: the odd input rows of the layers that read over both
+    # paths, the odd 128-byte lines (half the units) of the layers that write over both (issue 27)
+    from zynqflow.spec.cycles_hls import fill_split, write_split
+
+    fill2 = sum((l.in_size // 2) * l.in_size * l.row["src_cgrps"] for l in plan.layers if fill_split(plan, l))
+    out2 = sum(l.co_groups * l.out_size ** 2 // 2 for l in plan.layers if write_split(plan, l))
+    assert stats["streams"]["fill_units2"]["items"] == n * fill2 and stats["streams"]["out_units2"]["items"] == n * out2
+    if which in ("zq64-ddr", "zq256"):
+        assert fill2 > 0 and out2 > 0, "the test network reads and writes over both paths"
     # a short frame: the frame still runs every layer (on zeros) and is answered with an error frame
     beats, _ = csim.frame_beats(frames[0])
     out = sim.send_raw(beats[:5], np.array([0, 0, 0, 0, 1], np.uint8))
