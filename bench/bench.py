@@ -391,7 +391,8 @@ def bench_hls(out: Path, measured: dict | None = None, rtl_frames: int = 4) -> d
         v = hls_vs_rtl(plan, memory="pynq-z2")
         res = estimate(plan, "hls")
         rows[net] = dict(
-            export=str(ex), engine=f"{plan.engine.n_pe}x{plan.engine.n_ci}",
+            export=str(ex), engine=f"{plan.engine.n_pe}x{plan.engine.n_ci}", dsp_pairs=plan.engine.dsp48e1,
+            lut_lanes=plan.engine.lut_lanes, act_paths=plan.act_paths,
             hls_fps_at_100mhz_modelled=round(h["pynq-z2"]["fps_at_100mhz"], 2),
             hls_fps_at_100mhz_modelled_ideal_memory=round(h["ideal"]["fps_at_100mhz"], 2),
             hls_cycles_per_frame_modelled=h["pynq-z2"]["cycles"],
@@ -399,6 +400,7 @@ def bench_hls(out: Path, measured: dict | None = None, rtl_frames: int = 4) -> d
             rtl_measured_frames=r.get("frames"), rtl_measured_memory=r.get("memory_model"),
             rtl_fps_at_100mhz_model=round(predict(plan)["frame"]["fps_at_100mhz"], 2),
             hls_worst_layer_vs_rtl_model_pct=round(100 * v["worst_ratio"], 2),
+            hls_vs_rtl_model_pct_by_layer={x["name"]: round(100 * (x["ratio"] - 1), 2) for x in v["layers"]},
             hls_resources=dict(dsp=res["dsp"], bram36=res["bram36"], lut=res["lut"], ff=res["ff"], model=res["model"]))
     d = dict(label=f"HLS: {LABEL}; RTL: measured in RTL simulation (free-running Verilator harness)", networks=rows,
              machine=machine())
@@ -411,8 +413,10 @@ def bench_hls_exact(out: Path) -> dict:
     the exact HLS types (what Vitis synthesizes: ap_int datapath, ap_uint counters, the guards' shift
     registers), against the golden model; and the pipeline-hazard C simulation (every store and
     release, or every read, of the core's loop D iterations late) for every D from 0 to twice the
-    stated pipeline depth on the HLS test networks (export.fixtures.HLS_TEST_NETS, ZynqNet 64x64
-    with DDR tensors among them). Writes hls_exact.json; every figure must be 0 mismatching frames."""
+    stated pipeline depth on the HLS test networks (export.fixtures.HLS_TEST_NETS: ZynqNet 64x64 with
+    DDR tensors among them, on 16x16 and on 32x16 with both activation paths and LUT lanes); and one
+    full frame in the exact types on the default engine's variants (one activation path, every lane
+    pair on a DSP48E1). Writes hls_exact.json; every figure must be 0 mismatching frames."""
     from zynqflow.export import fixtures
     from zynqflow.sim.csim import runner as csim
     from zynqflow.spec import engine as E
@@ -430,6 +434,15 @@ def bench_hls_exact(out: Path) -> dict:
     exact = dict(export=str(ex), frames=len(frames), mismatches_vs_golden=int(np.count_nonzero(~np.all(got == want,
                  axis=1))), seconds_per_frame=round(secs, 1), library=sim.lib_path.name,
                  label="C simulation in the exact HLS types (ap_int/ap_uint), lockstep; wall time under load")
+    variants = {}
+    for name, kw in (("act_paths_1", dict(act_paths=1)), ("all_dsp", dict(dsp_pairs=256))):
+        d = fixtures.random_export("zynqnet", n_pe=32, n_ci=16, act_kb=192, vectors=1, **kw)
+        qv = QNet.load_npz(d / "integers.npz")
+        f = np.random.default_rng(256).integers(0, 256, (1,) + qv.input_shape, dtype=np.uint8)
+        got_v = csim.CSim(d, native=False).run(f)
+        variants[name] = dict(export=str(d), frames=1,
+                              mismatches_vs_golden=int(np.count_nonzero(~np.all(got_v == golden_logits(qv, f), axis=1))))
+    exact["variants"] = variants
     delays = list(range(0, 2 * E.HLS_CORE_DEPTH + 1))
     hazard = {}
     for name, make in fixtures.HLS_TEST_NETS.items():

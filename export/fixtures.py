@@ -173,6 +173,8 @@ HLS_TEST_NETS = {
     "rgb": lambda: variant_export("rgb"),
     "wide": lambda: variant_export("wide"),
     "mini-ring": lambda: random_export("zynqnet-mini", n_pe=8, n_ci=8, wcache_kb=0),
+    # 32 x 16 with both activation paths (even/odd row fills, line-split writes) and 112 LUT lanes
+    "zq64-32x16": lambda: random_export("zynqnet", input_size=64, n_pe=32, n_ci=16, act_kb=32, dsp_pairs=200),
 }
 
 

@@ -105,7 +105,8 @@ def hls_rams(plan) -> list[Ram]:
     BPW banks of 64-bit beats, one BRAM column each: a 64-bit bank uses 64 of a RAMB36's 72 bits
     where the RTL twin packs a whole word into 72-bit columns), the stem's raw rows (RAW_RR banks,
     a pixel per word) and row buffer (pixels of more than one unit), the GAP sums (N_PE banks, LUT
-    RAM), the m_axi adapters' buffers (read: wts and act; write: act). The FIFOs between the
+    RAM), the m_axi adapters' buffers (read: wts and act; write: act; with two activation paths
+    also act2's reads and wts's writes, hls/zq_ddr.h). The FIFOs between the
     processes are shift registers (``BIND_STORAGE impl=srl``): LUTs, no BRAM. Mapped like the RTL's
     (the cheapest RAMB18/RAMB36 arrangement, LUT RAM at most LUTRAM_DEPTH words deep), which is
     what Vivado does with Vitis's RAMs; not checked against a Vitis run (none here)."""
@@ -121,6 +122,9 @@ def hls_rams(plan) -> list[Ram]:
         Ram("m_axi act read buffer", MAXI_BUFFER_BEATS, 64),
         Ram("m_axi act write buffer (data and strobes)", MAXI_BUFFER_BEATS, 72),
     ]
+    if plan.act_paths == 2:     # path 2: m_axi act2 reads, m_axi wts writes
+        out += [Ram("m_axi act2 read buffer", MAXI_BUFFER_BEATS, 64),
+                Ram("m_axi wts write buffer (data and strobes)", MAXI_BUFFER_BEATS, 72)]
     if units > 1:
         out.append(Ram("stem row buffer srow (hls/zq_stem.h)", st["size"], e.n_ci * 8, st["in_words"]))
     return out
@@ -130,6 +134,8 @@ def hls_rams(plan) -> list[Ram]:
 def hls_fifo_luts(plan) -> int:
     e = plan.engine
     fifos = ((64, 64), (32, 8 * e.n_pe), (32, 8 * e.n_pe), (64, 8 * e.n_pe), (16, 32), (2, 24))
+    if plan.act_paths == 2:     # path 2's fill units and result units
+        fifos += ((32, 8 * e.n_pe), (64, 8 * e.n_pe))
     return sum(w * math.ceil(d / 32) for d, w in fifos)
 
 
@@ -287,7 +293,7 @@ def block_design(plan) -> dict:
 # m_axi adapters (three channels with their address generators, ~1 500 LUT and 2 000 FF each),
 # the AXI4-Lite adapter, the dataflow regions' handshakes and Vitis's pipeline registers (15 %).
 HLS_EXTRA = dict(lut_fixed=5000, ff_fixed=6500, overhead=0.15)
-HLS_MODEL = ("resource model of the HLS engine (export/resources.py): DSP = MAC lanes / 2, BRAM from the "
+HLS_MODEL = ("resource model of the HLS engine (export/resources.py): DSP = the DSP lane pairs, BRAM from the "
              "pragmas' memories, LUT/FF = the RTL twin's fit + m_axi/AXI-Lite adapters + 15 % (estimate; "
              "no Vitis run calibrates it)")
 
@@ -302,12 +308,13 @@ def estimate(plan, engine: str = "rtl") -> dict:
     if engine == "rtl":
         x_lut, x_ff = _extra(plan)
         lut, ff = lut + x_lut, ff + x_ff
-    if engine == "hls":
-        lut = lut * (1 + HLS_EXTRA["overhead"]) + HLS_EXTRA["lut_fixed"] + hls_fifo_luts(plan)
-        ff = ff * (1 + HLS_EXTRA["overhead"]) + HLS_EXTRA["ff_fixed"]
+    if engine == "hls":         # (its LUT lanes bound to fabric, hls/zq_mac.h: the RTL's per-lane cost)
+        lut = (lut + LUT_LANE["lut"] * e.lut_lanes) * (1 + HLS_EXTRA["overhead"]) + HLS_EXTRA["lut_fixed"] + \
+            hls_fifo_luts(plan)
+        ff = (ff + LUT_LANE["ff"] * e.lut_lanes) * (1 + HLS_EXTRA["overhead"]) + HLS_EXTRA["ff_fixed"]
     return dict(
-        dsp=e.dsp48e1 if engine == "rtl" else e.n_pe * e.n_ci // 2,
-        lut_lanes=e.lut_lanes if engine == "rtl" else 0,
+        dsp=e.dsp48e1,
+        lut_lanes=e.lut_lanes,
         bram36=sum(r.bram36 for r in rs),
         lut=int(round(lut + lutram)),
         ff=int(round(ff)),

@@ -60,8 +60,8 @@ void push_beat(uint32_t data, bool last) {
 // One call of the engine; false (and g_error set, the engine reset) when the simulation failed.
 bool call_top() {
     try {
-        zq_top(g_in, g_out, &g_ddr[g_wts / 8], &g_ddr[g_act / 8], g_regs[0], g_regs[1], g_regs[2], g_regs[3],
-               g_regs[4]);
+        zq_top(g_in, g_out, g_ddr.data(), g_ddr.data(), g_ddr.data(), g_wts, g_act, g_regs[0], g_regs[1], g_regs[2],
+               g_regs[3], g_regs[4]);
     } catch (const zq_csim::Deadlock& e) {
         g_error = e.what();
         zq_csim_reset();

@@ -10,9 +10,10 @@
 //    step (N_PE x N_CI products), whose pixel's last step requantizes and writes the
 //    result: to the activation RAM, to the DDR writer's stream (blocking when full), or to
 //    the GAP sums;
-//  * take one unit of the layer's input ring (from the stem or the DDR fill reader) into its
-//    row, when the row's slot is free and no result takes the RAM's write port this cycle
-//    (the RTL's port-B rule).
+//  * take one unit of the layer's input ring (from the stem or a DDR fill reader: with both
+//    activation paths, the even rows' reader or the odd rows', in turn when both have one) into
+//    its row, when the row's slot is free and no result takes the RAM's write port this cycle
+//    (the RTL's port-B rule, zq_fill_paths).
 // This is the ring flow control of the RTL twin (zq_loop_gen, zq_wdma, zq_fill_dma, zq_stem):
 // the same rings, the same release points (a block's words after its last step unless the
 // layer is resident, the rows a band no longer needs after the band), the same memory layout.
@@ -54,6 +55,7 @@
 #endif
 
 #include "zq_count.h"
+#include "zq_ddr.h"
 #include "zq_layer.h"
 #include "zq_mac.h"
 #include "zq_requant.h"
@@ -128,13 +130,14 @@ struct StepOp {
     grp_t g;              // the output group
     nvalid_t valid;       // its valid output channels
     opix_t pix;           // the output pixel (oy * W + ox) of a last step
+    bool out2;            // its result unit goes to DDR on path 2 (its line's parity; zq_ddr.h)
     bool unit;            // a ring unit taken: stored to unit_row of the banks it fills
     act_addr_t unit_row;
     units_t unit_u;       // its unit within the pixel (channel words unit_u * WPG ..)
     unit_t unit_data;
     StepOp()
         : bias(false), mac(false), first(false), last(false), block_end(false), wslot(0), row(0), bank(0),
-          inb(false), unit(false) {}
+          inb(false), out2(false), unit(false) {}
     bool any() const { return bias || mac || unit; }
 };
 
@@ -145,7 +148,7 @@ template <typename Pipe>
 ZQ_CSIM_INLINE void datapath(int li, const StepOp& op, const Layer& L, act_word_t act_ram[WPG][ACT_ROWS],
                      wbeat_t wbuf[WBUF][BPW], gap_t gap[GAP_ROWS][N_PE], acc_t acc[N_PE], acc_t bias[N_PE],
                      gap_t gsum[N_PE], const bank_t dst_w[WPG], const act_addr_t dst_r0[WPG],
-                     zq::stream<unit_t, OUT_FIFO>& oq, Pipe& pipe) {
+                     zq::stream<unit_t, OUT_FIFO>& oq, zq::stream<unit_t, OUT_FIFO>& oq2, Pipe& pipe) {
 #pragma HLS INLINE
     (void)pipe;
     (void)li;
@@ -198,7 +201,11 @@ ZQ_CSIM_INLINE void datapath(int li, const StepOp& op, const Layer& L, act_word_
 #pragma HLS UNROLL
                     unit_set_byte(u, pe, (unsigned)(int)y[pe] & 0xFF);
                 }
-                oq.write(u);  // blocks while the DDR writer's FIFO is full
+                if (op.out2) {
+                    oq2.write(u);  // blocks while the path-2 writer's FIFO is full
+                } else {
+                    oq.write(u);   // blocks while the DDR writer's FIFO is full
+                }
             } else if (to_gap) {
                 for (int pe = 0; pe < N_PE; pe++) {
 #pragma HLS UNROLL
@@ -244,7 +251,8 @@ ZQ_CSIM_INLINE void datapath(int li, const StepOp& op, const Layer& L, act_word_
 }
 
 inline void core(int li, bool load, zq::stream<wbeat_t, W_FIFO>& wq, zq::stream<unit_t, STEM_FIFO>& sq,
-                 zq::stream<unit_t, FILL_FIFO>& fq, zq::stream<unit_t, OUT_FIFO>& oq,
+                 zq::stream<unit_t, FILL_FIFO>& fq, zq::stream<unit_t, FILL_FIFO>& fq2,
+                 zq::stream<unit_t, OUT_FIFO>& oq, zq::stream<unit_t, OUT_FIFO>& oq2,
                  zq::stream<logit_t, LOGIT_FIFO>& lq) {
 #pragma HLS INLINE off
     // on-chip memories, kept across layers (and across frames: the weight cache)
@@ -289,6 +297,11 @@ inline void core(int li, bool load, zq::stream<wbeat_t, W_FIFO>& wq, zq::stream<
     const units_t units_m1 = L.n_units - 1;
     const bool ring_fed = L.ring_fed, from_stem = L.r.src_kind == S::SRC_STEM, w_res = L.r.w_res;
     const bool to_act = L.r.dst_kind == S::DST_ACT;
+    // the activation paths (zq_ddr.h): reads split by row parity, results by their line's parity
+    const bool f_split = !from_stem && fill_split(P::LAYERS[li]);
+    const int f_one = from_stem ? 0 : fill_path(P::LAYERS[li]);  // the one reading path when not split
+    const bool w_split = write_split(P::LAYERS[li]), w_two = write_path(P::LAYERS[li]) == 1;
+    const map_t f_dy = f_split ? 2 : 1;                   // rows from one of a path's rows to its next
     const word_t w_off = L.r.w_off, w_first_end = w_off + w_blk;  // block 0's words [w_off, w_first_end)
     // the destination banks: bank b holds channel word dst_w[b] of a group, in rows dst_r0[b] + g
     bank_t dst_w[WPG];
@@ -321,11 +334,26 @@ inline void core(int li, bool load, zq::stream<wbeat_t, W_FIFO>& wq, zq::stream<
     map_t rel = clamp_rows(L, rel_raw0(L));                // input rows released after it
     band_lim_t need_nx = need_raw0(L) + rs, rel_nx = rel_raw0(L) + rs;  // the next band's, unclamped
 
-    // the input ring: the next unit (row f_y, unit f_u, column f_x)
-    map_t f_y = 0, f_x = 0;
-    units_t f_u = 0;
+    // the input ring: each path's next unit (row f_y[p], unit f_u[p], column f_x[p]); path 0 is the
+    // stem or the DDR path 1, path 1 the DDR path 2; one path: every row, both: even rows on path 0,
+    // odd rows on path 1 (a path with no rows is done from the start)
+    map_t f_y[2], f_x[2];
+    units_t f_u[2];
+    bool f_done[2];
+#pragma HLS ARRAY_PARTITION variable=f_y complete
+#pragma HLS ARRAY_PARTITION variable=f_x complete
+#pragma HLS ARRAY_PARTITION variable=f_u complete
+#pragma HLS ARRAY_PARTITION variable=f_done complete
+    for (int q = 0; q < 2; q++) {
+#pragma HLS UNROLL
+        f_done[q] = !ring_fed || (f_split ? map_t(q) > in_h_m1 : f_one != q);
+        f_y[q] = f_done[q] ? L.in_h : f_split ? map_t(q) : map_t(0);  // a path done counts every row in
+        f_x[q] = 0;
+        f_u[q] = 0;
+    }
     bool ring_done = !ring_fed;
-    map_t rows_in = 0;     // rows complete in the ring
+    bool f_turn = false;   // both paths: path 1 goes first when both have a unit (then the other)
+    map_t rows_in = 0;     // rows complete in the ring (from row 0: min of the paths' next rows)
     map_t rows_rel = 0;    // rows the ring may overwrite
     // the guards' delay lines: rows and words readable, ring and weight-RAM slots free (the limit)
     Delayed<map_t, AVAIL_GUARD> rows_ok;
@@ -426,6 +454,9 @@ CORE:
             op.g = g;
             op.valid = valid;
             op.pix = pix;
+            // a result bound for DDR: path 2 for the odd 128-byte lines of its run (a run starts on an
+            // even line, zq_ddr.h: the line is bit 4 - LG_BPU of the pixel), or when path 2 writes all
+            op.out2 = w_split ? ((pix >> (LG_LINE_BEATS - LG_BPU)) & 1) != 0 : w_two;
 
             // advance: chunk fastest, then kx, ky; then ox, oy; then the block, group, band
             if (last) {
@@ -487,39 +518,46 @@ CORE:
 
         // ---- 3. a unit of the input ring for its row (when no result takes the store port) -------
         const bool res_port = op.mac && op.last && to_act;
-        if (!ring_done && f_y < rows_lim.out()) {
+        const bool ok0 = !f_done[0] && f_y[0] < rows_lim.out(), ok1 = !f_done[1] && f_y[1] < rows_lim.out();
+        if (ok0 || ok1) {
             if (res_port) {
                 ZQ_COUNT(C_PORT_BUSY, li);
             } else {
-                unit_t u;
-                const bool got = from_stem ? sq.read_nb(u) : fq.read_nb(u);
-                if (got) {
+                const bool has0 = ok0 && (from_stem ? !sq.empty() : !fq.empty());
+                const bool has1 = ok1 && !fq2.empty();
+                if (has0 || has1) {
+                    const int q = has1 && (!has0 || f_turn) ? 1 : 0;  // the path whose unit is taken
+                    const unit_t u = q ? fq2.read() : from_stem ? sq.read() : fq.read();
                     ZQ_COUNT(C_UNITS, li);
+                    f_turn = q == 0;
+                    const map_t fy = f_y[q], fx = f_x[q];
+                    const units_t fu = f_u[q];
                     op.unit = true;
-                    op.unit_row = src_base + (act_addr_t(f_u) << lg_cstride) + (act_addr_t(f_y & rmask) << lg_in) +
-                                  act_addr_t(f_x);
-                    op.unit_u = f_u;
+                    op.unit_row = src_base + (act_addr_t(fu) << lg_cstride) + (act_addr_t(fy & rmask) << lg_in) +
+                                  act_addr_t(fx);
+                    op.unit_u = fu;
                     op.unit_data = u;
-                    if (f_x == isz_m1) {
-                        f_x = 0;
-                        if (f_u == units_m1) {
-                            f_u = 0;
-                            ring_done = f_y == in_h_m1;
-                            f_y++;
-                            rows_in = f_y;
+                    if (fx == isz_m1) {
+                        f_x[q] = 0;
+                        if (fu == units_m1) {
+                            f_u[q] = 0;
+                            f_done[q] = fy + f_dy > in_h_m1;
+                            f_y[q] = fy + f_dy;
                         } else {
-                            f_u++;
+                            f_u[q] = fu + 1;
                         }
                     } else {
-                        f_x++;
+                        f_x[q] = fx + 1;
                     }
+                    ring_done = f_done[0] && f_done[1];
+                    rows_in = f_y[0] < f_y[1] ? f_y[0] : f_y[1];
                     progress = true;
                 }
             }
         }
 
         // ---- 4. the datapath, then the weight beat's store (one store per weight-RAM bank) ------
-        datapath(li, ZQ_PASS(pipe, op), L, act_ram, wbuf, gap, acc, bias, gsum, dst_w, dst_r0, oq, pipe);
+        datapath(li, ZQ_PASS(pipe, op), L, act_ram, wbuf, gap, acc, bias, gsum, dst_w, dst_r0, oq, oq2, pipe);
         if (w_take) ZQ_STORE(pipe, wbuf[w_slot][w_at], wb);  // bank w_at of the slot
         ZQ_END_ITERATION(pipe);
 
@@ -542,11 +580,13 @@ CORE:
                                  "%d released, next unit is row %d) and weight words up to %d (%d in the "
                                  "weight RAM, %d released, %d slots)",
                                  li, steps_done ? "done, taking the ring's last units;" : "before", (int)g,
-                                 (int)band, (int)need - 1, (int)rows_in, (int)rows_rel, (int)f_y, (int)blk_end,
+                                 (int)band, (int)need - 1, (int)rows_in, (int)rows_rel,
+                                 (int)(f_y[0] < f_y[1] ? f_y[0] : f_y[1]),
+                                 (int)blk_end,
                                  (int)w_words, (int)w_rel, WRING);
                         return std::string(buf);
                     }),
-                    &wq, &sq, &fq, &oq);
+                    &wq, &sq, &fq, &fq2, &oq, &oq2);
             continue;
         }
 #endif
@@ -555,7 +595,7 @@ CORE:
 #if !ZQ_HLS_STREAMS
     // the hazard C simulation: the steps and stores still in flight (the pipeline's drain)
     while (pipe.pending()) {
-        datapath(li, pipe.pass(StepOp()), L, act_ram, wbuf, gap, acc, bias, gsum, dst_w, dst_r0, oq, pipe);
+        datapath(li, pipe.pass(StepOp()), L, act_ram, wbuf, gap, acc, bias, gsum, dst_w, dst_r0, oq, oq2, pipe);
         pipe.end_iteration();
         ZQ_TICK();
     }

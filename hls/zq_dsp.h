@@ -17,6 +17,11 @@
 // BIND_OP, latency=3: the DSP48E1's input, M and P registers, so that the MAC array
 // meets 100 MHz as the RTL twin's registered DSPs do). dsp_pair_native: the same bits in int64 for fast C simulation
 // (-DZQ_CSIM_NATIVE, never under synthesis).
+//
+// The lane pairs beyond DSP_PAIRS (issue 27's LUT lanes, the RTL's zq_lut_mul) are two plain
+// products w * x on fabric: lut_mul_exact binds its multiply to LUTs (BIND_OP impl=fabric) with
+// the DSP pair's latency, so both kinds of pair feed one adder tree in the same stage;
+// tb_packed_dsp.cpp checks it exhaustively beside the packed pair.
 #ifndef ZQ_DSP_H
 #define ZQ_DSP_H
 
@@ -41,6 +46,15 @@ inline void dsp_pair_exact(w8_t w_lo, w8_t w_hi, x9_t x, prod_t& lo, prod_t& hi)
     const bool wrap = w_hi == -128 && w_lo < 0;
     lo = p_lo;
     hi = wrap ? prod_t(-hi_raw) : prod_t(hi_raw);
+}
+
+// One LUT lane: the exact product of an 8-bit weight and a 9-bit lane (|w x| <= 2^15: 17 bits),
+// a multiplier on fabric pipelined to the DSP pair's latency (BIND_OP latency=3).
+inline prod_t lut_mul_exact(w8_t w, x9_t x) {
+#pragma HLS INLINE
+    ap_int<17> p = w * x;
+#pragma HLS BIND_OP variable=p op=mul impl=fabric latency=3
+    return prod_t(p);
 }
 
 inline void dsp_pair_native(int w_lo, int w_hi, int x, int& lo, int& hi) {

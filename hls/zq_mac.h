@@ -1,6 +1,8 @@
 // One step of the MAC array: N_PE x N_CI products of the lanes x and one weight word, two
-// output channels (pe, pe + N_PE/2) per DSP48E1 (zq_dsp.h), summed per PE and added to the
-// accumulators, which start from the biases at a pixel's first step.
+// output channels (pe, pe + N_PE/2) per lane pair, summed per PE and added to the accumulators,
+// which start from the biases at a pixel's first step. Lane pair j * N_CI + ci is a DSP48E1 (the
+// packed pair of zq_dsp.h) below DSP_PAIRS, else two LUT multipliers (lut_mul_exact, bound to
+// fabric), as the RTL twin's zq_mac_array / zq_lut_mul: the same products either way.
 #ifndef ZQ_MAC_H
 #define ZQ_MAC_H
 
@@ -40,7 +42,12 @@ inline void mac_step(const act_word_t& xw, bool inb, bool sgn, const wbeat_t wwo
         int64_t s_lo = 0, s_hi = 0;
         for (int ci = 0; ci < N_CI; ci++) {
             int lo, hi;
-            dsp_pair_native(w[j * N_CI + ci], w[(j + HALF) * N_CI + ci], x[ci], lo, hi);
+            if (j * N_CI + ci < DSP_PAIRS) {
+                dsp_pair_native(w[j * N_CI + ci], w[(j + HALF) * N_CI + ci], x[ci], lo, hi);
+            } else {  // a LUT pair: two plain products
+                lo = w[j * N_CI + ci] * x[ci];
+                hi = w[(j + HALF) * N_CI + ci] * x[ci];
+            }
             s_lo += lo;
             s_hi += hi;
         }
@@ -64,7 +71,12 @@ inline void mac_step(const act_word_t& xw, bool inb, bool sgn, const wbeat_t wwo
             const int blo = j * N_CI + ci, bhi = (j + HALF) * N_CI + ci;
             const w8_t w_lo = ap_int<8>(wword[blo >> 3].range(8 * (blo & 7) + 7, 8 * (blo & 7)));
             const w8_t w_hi = ap_int<8>(wword[bhi >> 3].range(8 * (bhi & 7) + 7, 8 * (bhi & 7)));
-            dsp_pair_exact(w_lo, w_hi, x[ci], prod[j][ci], prod[j + HALF][ci]);
+            if (blo < DSP_PAIRS) {  // lane pair blo: a DSP48E1
+                dsp_pair_exact(w_lo, w_hi, x[ci], prod[j][ci], prod[j + HALF][ci]);
+            } else {                // two LUT lanes
+                prod[j][ci] = lut_mul_exact(w_lo, x[ci]);
+                prod[j + HALF][ci] = lut_mul_exact(w_hi, x[ci]);
+            }
         }
     }
     for (int pe = 0; pe < N_PE; pe++) {

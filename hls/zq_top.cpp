@@ -128,6 +128,7 @@ static_assert(zq::W_FIFO >= 2 && zq::STEM_FIFO >= 2 && zq::FILL_FIFO >= 2 && zq:
 // m_axi depths for C/RTL co-simulation (beats): the weight image, the scratch area.
 constexpr int WTS_DEPTH = (int)(P::IMAGE_BYTES / 8);
 constexpr int ACT_DEPTH = P::SCRATCH_BYTES ? (int)(P::SCRATCH_BYTES / 8) : 1;
+static_assert(S::ADDR_ALIGN % S::AXI_LINE_BYTES == 0, "DDR tensors start on a 128-byte line (path 2's line parity)");
 
 #ifndef __SYNTHESIS__
 bool g_reset_pending = false;  // zq_csim_reset(): the next call starts from the reset state
@@ -142,6 +143,11 @@ bool g_reset_pending = false;  // zq_csim_reset(): the next call starts from the
 #ifndef ZQ_ACT_DEPTH
 #define ZQ_ACT_DEPTH ACT_DEPTH
 #endif
+// The masters address the DDR from 0 (offset=off), so co-simulation's depth is the testbench's DDR
+// array (hls/tb/tb_zq_top.cpp: three pages, the image, a page, the scratch area) in beats.
+#define ZQ_PAGE_BEATS (S::ADDR_ALIGN / 8)
+#define ZQ_BEATS_UP(n) (((n) + ZQ_PAGE_BEATS - 1) / ZQ_PAGE_BEATS * ZQ_PAGE_BEATS)
+#define ZQ_MEM_DEPTH (4 * ZQ_PAGE_BEATS + ZQ_BEATS_UP(ZQ_WTS_DEPTH) + ZQ_BEATS_UP(ZQ_ACT_DEPTH))
 // The m_axi adapters' expected read latency (cycles; UG1399 `latency=`): requests are issued
 // this early, so bursts follow one another without a gap (spec MemoryModel.read_latency on the
 // pynq-z2 preset, plus the HP port's interconnect).
@@ -149,16 +155,23 @@ bool g_reset_pending = false;  // zq_csim_reset(): the next call starts from the
 #define ZQ_MAXI_LATENCY 40
 #endif
 
-void zq_top(hls::stream<zq_axis_in>& s_axis_in, hls::stream<zq_axis_out>& m_axis_out, const ap_uint<64>* wts,
-            ap_uint<64>* act, zq_reg_t& status, zq_reg_t& frames_done, zq_reg_t& net_id, zq_reg_t& build_params,
-            zq_reg_t& engine_info) {
+// The register map stays the spec's (docs/engine-spec.md, the RTL twin's): the `wts` and `act`
+// registers are 64-bit scalar arguments at their offsets, and the three masters (offset=off) are
+// indexed by byte address / 8, so path 2 reads (act2) and writes (wts) the scratch area at `act`,
+// as the RTL twin's masters do; no `act2` register (hls/README.md, "The second path").
+void zq_top(hls::stream<zq_axis_in>& s_axis_in, hls::stream<zq_axis_out>& m_axis_out, ap_uint<64>* wts_mem,
+            ap_uint<64>* act_mem, const ap_uint<64>* act2_mem, zq_addr_t wts, zq_addr_t act, zq_reg_t& status,
+            zq_reg_t& frames_done, zq_reg_t& net_id, zq_reg_t& build_params, zq_reg_t& engine_info) {
 #pragma HLS INTERFACE mode=axis port=s_axis_in register_mode=both
 #pragma HLS INTERFACE mode=axis port=m_axis_out register_mode=both
-    ZQ_XPRAGMA(HLS INTERFACE mode=m_axi port=wts bundle=wts offset=slave max_read_burst_length=16 \
-               num_read_outstanding=8 latency=ZQ_MAXI_LATENCY depth=ZQ_WTS_DEPTH)
-    ZQ_XPRAGMA(HLS INTERFACE mode=m_axi port=act bundle=act offset=slave max_read_burst_length=16 \
+    ZQ_XPRAGMA(HLS INTERFACE mode=m_axi port=wts_mem bundle=wts offset=off max_read_burst_length=16 \
                max_write_burst_length=16 num_read_outstanding=8 num_write_outstanding=8 \
-               latency=ZQ_MAXI_LATENCY depth=ZQ_ACT_DEPTH)
+               latency=ZQ_MAXI_LATENCY depth=ZQ_MEM_DEPTH)
+    ZQ_XPRAGMA(HLS INTERFACE mode=m_axi port=act_mem bundle=act offset=off max_read_burst_length=16 \
+               max_write_burst_length=16 num_read_outstanding=8 num_write_outstanding=8 \
+               latency=ZQ_MAXI_LATENCY depth=ZQ_MEM_DEPTH)
+    ZQ_XPRAGMA(HLS INTERFACE mode=m_axi port=act2_mem bundle=act2 offset=off max_read_burst_length=16 \
+               num_read_outstanding=8 latency=ZQ_MAXI_LATENCY depth=ZQ_MEM_DEPTH)
     ZQ_AXILITE_PRAGMAS
 #pragma HLS INTERFACE mode=ap_ctrl_hs port=return
 
@@ -183,12 +196,19 @@ void zq_top(hls::stream<zq_axis_in>& s_axis_in, hls::stream<zq_axis_out>& m_axis
     build_params = P::BUILD_PARAMS;
     engine_info = P::ENGINE_INFO_HLS;
 
+    // the masters' views: the image (wts), the scratch area on path 1 (act) and on path 2 (act2
+    // reads, wts writes); byte addresses / 8 (the host's addresses are 8-byte aligned)
+    const zq::ddr_t* image = wts_mem + (unsigned)(wts >> 3);
+    zq::ddr_t* scratch = act_mem + (unsigned)(act >> 3);
+    const zq::ddr_t* scratch2_rd = act2_mem + (unsigned)(act >> 3);
+    zq::ddr_t* scratch2_wr = wts_mem + (unsigned)(act >> 3);
+
     // the weight image's header, every frame; a frame with a foreign image computes nothing
     ap_uint<8> flags = 0;
     int n_out = 1;
-    if (zq::header_ok(wts)) {
+    if (zq::header_ok(image)) {
         const bool load = P::WEIGHT_CACHE ? !cached : true;  // a cache build loads its cache once
-        zq::run_frame(s_axis_in, m_axis_out, wts, act, load, flags, n_out);
+        zq::run_frame(s_axis_in, m_axis_out, image, scratch, scratch2_rd, scratch2_wr, load, flags, n_out);
         cached = P::WEIGHT_CACHE != 0;
 #if !ZQ_HLS_STREAMS
         if (zq_csim::mode() == zq_csim::MODE_LOCKSTEP) ZQ_COUNT_SET(C_SPAN, zq::FRAME_ROW, zq_csim::last_run_cycles(), 0);

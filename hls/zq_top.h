@@ -12,6 +12,7 @@
 #include "zq_spec.h"
 
 typedef ap_uint<32> zq_reg_t;
+typedef ap_uint<64> zq_addr_t;  // a DDR byte address register (the `wts` and `act` of the register map)
 
 // One call = one frame: the input frame from s_axis_in (4 bytes per beat, HWC,
 // TLAST on the last beat), the logits (N_CLASSES beats, one int32 each, TLAST on
@@ -22,8 +23,8 @@ typedef ap_uint<32> zq_reg_t;
 //        its byte address in the register `act` (0x1C);
 //   status, frames_done, net_id, build_params, engine_info: the read-only
 //        registers of the spec's register map (docs/engine-spec.md).
-void zq_top(hls::stream<zq_axis_in>& s_axis_in, hls::stream<zq_axis_out>& m_axis_out, const ap_uint<64>* wts,
-            ap_uint<64>* act, zq_reg_t& status, zq_reg_t& frames_done, zq_reg_t& net_id, zq_reg_t& build_params,
+void zq_top(hls::stream<zq_axis_in>& s_axis_in, hls::stream<zq_axis_out>& m_axis_out, ap_uint<64>* wts_mem,
+            ap_uint<64>* act_mem, const ap_uint<64>* act2_mem, zq_addr_t wts, zq_addr_t act, zq_reg_t& status, zq_reg_t& frames_done, zq_reg_t& net_id, zq_reg_t& build_params,
             zq_reg_t& engine_info);
 
 #ifndef __SYNTHESIS__

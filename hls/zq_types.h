@@ -53,7 +53,9 @@ constexpr int clog2(long n) {  // ceil(log2(n)); a loop, not recursion
 // ---- constants of this build ---------------------------------------------------------
 constexpr int N_PE = P::N_PE;
 constexpr int N_CI = P::N_CI;
-constexpr int HALF = N_PE / 2;            // DSP pairs per input lane
+constexpr int HALF = N_PE / 2;            // lane pairs per input lane (output channels pe, pe + HALF)
+constexpr int DSP_PAIRS = P::DSP_PAIRS;   // lane pairs j * N_CI + ci below it on a DSP48E1, the rest on LUTs
+constexpr int ACT_PATHS = P::ACT_PATHS;   // activation paths built: 1 (act), 2 (also act2 reads, wts writes)
 constexpr int WPG = N_PE / N_CI;          // channel words per output group (banks)
 constexpr int LG_WPG = clog2(WPG);
 constexpr int LG_PE = clog2(N_PE);

@@ -14,17 +14,23 @@ which the core decides:
   cycles after its last beat;
 * per row of a ring (the stem's or a DDR tensor's): the stem builds its rows from the input
   stream (raw rows, then the column scan), the fill reader reads them at the memory's rate, each
-  at most a FIFO ahead of the core, which takes a unit per cycle into a free slot;
+  at most a FIFO ahead of the core, which takes a unit per cycle into a free slot; with both
+  activation paths (the row field ``src_path``) two fill readers, even rows and odd rows, each at
+  its port's rate through its own FIFO, and a band's rows are in when both halves are;
 * per band and block of the core: a band waits for its input rows, a block for its words, then
   one bias step and the block's MAC steps; results bound for DDR go through ``OUT_FIFO`` to the
-  writer (a beat per cycle at the memory's rate): the core stalls when it is full;
+  writer (a beat per cycle at the memory's rate): the core stalls when it is full; with both
+  paths (``dst_path``, runs of two lines or more) alternate 128-byte lines go to two writers, each
+  with its FIFO and its port;
 * per layer region: its start, the core's pipeline drain, the writer's last write response.
 
 Every transfer uses the memory model of the specification (``spec.engine.MemoryModel``, a preset
 by name or a model) as the RTL twin's model reads it: the read and write latency, each port's
 rate (``spec.cycles.port_rates``: its token bucket, refresh, gaps and stalls, the outstanding
-limit), and the shared DDR budget, applied per layer (a layer whose traffic would exceed it is
-stretched until it does not).
+limit), and the shared DDR budget, shared as ``spec.cycles.predict`` shares it: each channel
+(the weight reads, both paths' reads and writes) moves its beats through a ``spec.cycles._Channel``,
+and after a pass the channels busy in the same window of a layer's time share what the budget
+leaves after the charged streams (``spec.cycles._share``), which slows them in the next pass.
 
     from zynqflow.spec.cycles_hls import predict_hls
     p = predict_hls(plan)                          # plan: zynqflow.export.plan.HwPlan
@@ -49,7 +55,7 @@ import math
 from dataclasses import asdict, dataclass
 
 from . import engine as E
-from .cycles import _need_rows, _Released, _released_rows, port_rates
+from .cycles import _Channel, _need_rows, _Released, _released_rows, _share, _spread, _Timeline, port_rates
 from .cycles import memory_of as _rtl_memory_of
 
 # hls/zq_count.h's enum Counter, in order (sim/csim/runner.py reads the C simulation's counts by these)
@@ -204,22 +210,26 @@ class _Feed:
     producer streams through a FIFO of ``fifo`` subunits into a ring of the core's RAM. The
     producer makes a subunit every ``c_p`` cycles from ``t0``, never more than ``fifo`` subunits
     ahead of the core; the core takes a subunit per cycle, item i once its slot is free
-    (its release, in iteration ``release.when(i + 1 - ring)``, through ``guard`` iterations; no
-    ring: always); an item is usable ``AVAIL_GUARD`` iterations after its last subunit's (:meth:`ready`).
-    ``core_starts``: the first iteration of each layer's core loop so far (:func:`_guarded`)."""
+    (its release, in iteration ``release.when(row + 1 - ring)`` for its row ``phase + step * i``,
+    through ``guard`` iterations; no ring: always); an item is usable ``AVAIL_GUARD`` iterations
+    after its last subunit's (:meth:`ready`). ``core_starts``: the first iteration of each layer's
+    core loop so far (:func:`_guarded`)."""
 
     def __init__(self, t0: float, units: int, c_p: float, fifo: int, ring: int | None, release: _Released,
-                 T: HlsTiming, core_starts: list[float], guard: int, port: _PortBusy | None = None):
+                 T: HlsTiming, core_starts: list[float], guard: int, port: _PortBusy | None = None,
+                 step: int = 1, phase: int = 0, chan: _Channel | None = None, beats: int = 1):
         self.t0, self.units, self.c_p, self.fifo, self.ring, self.release, self.T = t0, units, c_p, fifo, ring, \
             release, T
         self.core_starts, self.guard, self.port = core_starts, guard, port
+        self.chan, self.beats = chan, beats           # the producer's port (beats per subunit), or c_p alone
+        self.step, self.phase = step, phase
         self.done: list[float] = []
         self.p_end = t0                                   # the producer's time
 
     def _slot(self, i: int) -> float:
         if self.ring is None:
             return float("-inf")
-        return _guarded(self.release.when(i + 1 - self.ring), self.guard, self.core_starts)
+        return _guarded(self.release.when(self.phase + self.step * i + 1 - self.ring), self.guard, self.core_starts)
 
     def ready(self, n: int) -> float:
         """Time the first ``n`` items are usable by the MAC array."""
@@ -229,22 +239,62 @@ class _Feed:
             prev = self.done[-1] if self.done else float("-inf")
             slot = self._slot(i)
             p_start = max(self.p_end, slot - self.fifo * cp)     # at most a FIFO ahead of the ring's slot
+            p_done = self.chan.move(p_start, U * self.beats) if self.chan else p_start + U * cp
             take0 = max(prev, slot, p_start + cp + lat - 1)      # the core takes the first subunit
-            done = max(take0 + U, p_start + U * cp + lat)
+            done = max(take0 + U, p_done + lat)
             if self.port is not None:                     # units wait out the results' stores
-                done = max(self.port.advance(take0, U), self.port.advance(p_start + U * cp + lat - 1, 1))
+                done = max(self.port.advance(take0, U), self.port.advance(p_done + lat - 1, 1))
             self.done.append(done)
-            self.p_end = max(p_start + U * cp, done - self.fifo - lat)
+            self.p_end = max(p_done, done - self.fifo - lat)
         return _guarded(self.done[n - 1] - 1, AVAIL_GUARD, self.core_starts) if n > 0 else float("-inf")
 
+    def last(self) -> float:
+        return self.done[-1] if self.done else float("-inf")
 
-def _walk(plan, M: E.MemoryModel, T: HlsTiming, cached: bool, clock_mhz: float, stretch: dict | None):
-    """The frame's event model (stretch: per layer, a factor that slows its DDR channels)."""
+
+class _FeedPair:
+    """A ring filled over both activation paths (hls/zq_ddr.h, zq_core.h): even rows from one
+    :class:`_Feed`, odd rows from the other; the first ``n`` rows are in when both halves are."""
+
+    def __init__(self, even: _Feed, odd: _Feed):
+        self.even, self.odd = even, odd
+
+    def ready(self, n: int) -> float:
+        if n <= 0:
+            return float("-inf")
+        return max(self.even.ready((n + 1) // 2), self.odd.ready(n // 2))
+
+    def last(self) -> float:
+        return max(self.even.last(), self.odd.last())
+
+
+def fill_split(plan, l) -> bool:
+    """Does layer ``l`` read its DDR input over both activation paths (hls/zq_ddr.h fill_split)?"""
+    return plan.act_paths == 2 and l.src_kind == E.SRC_DDR and l.row.get("src_path") == E.PATH_BOTH
+
+
+def write_split(plan, l) -> bool:
+    """Does layer ``l`` write its results over both paths, by 128-byte line (hls/zq_ddr.h write_split:
+    runs of a band of one group of two lines or more)?"""
+    bpu = max(1, plan.engine.n_pe // 8)
+    return (plan.act_paths == 2 and l.dst_kind == E.DST_DDR and l.row.get("dst_path") == E.PATH_BOTH
+            and l.band_rows * l.out_size * bpu > E.AXI_BURST_BEATS)
+
+
+def _walk(plan, M: E.MemoryModel, T: HlsTiming, cached: bool, clock_mhz: float, slow: dict | None):
+    """The frame's event model (slow: per channel and window, the shared budget's factor of the
+    previous pass, as ``spec.cycles._one_pass`` takes it)."""
     eng, L, st = plan.engine, plan.layers, plan.stem
     n_pe = eng.n_pe
     bpw, bpu = n_pe * eng.n_ci // 8, max(1, n_pe // 8)
     rates = port_rates(M)
-    stretch = stretch or {}
+    slow = slow or {}
+    tl = _Timeline()
+    ch_w = _Channel(rates["read_beats"], slow.get("weights"), tl)                      # m_axi wts reads
+    ch_r = {E.PATH_1: _Channel(rates["read_beats"], slow.get("act read"), tl),          # m_axi act reads
+            E.PATH_2: _Channel(rates["read_beats"], slow.get("act2 read"), tl)}         # m_axi act2 reads
+    ch_o = {E.PATH_1: _Channel(rates["write_beats"], slow.get("act write"), tl),        # m_axi act writes
+            E.PATH_2: _Channel(rates["write_beats"], slow.get("wts write"), tl)}        # m_axi wts writes
     n_cls = plan.gap["classes"] if "classes" in plan.gap else plan.cfg.num_classes
 
     # ---- before the dataflow region: the header, every frame ------------------------------------
@@ -261,9 +311,10 @@ def _walk(plan, M: E.MemoryModel, T: HlsTiming, cached: bool, clock_mhz: float, 
     if plan.weight_cache and cached:
         weights = None
     else:
-        rate_w = rates["read_beats"] / stretch.get("weights", 1.0)
+        rate_w = rates["read_beats"]
         weights = _Feed(t0 + lat_r + T.depth_io, bpw, 1.0 / rate_w, W_FIFO,
-                        None if plan.weight_cache else plan.wring_words, w_release, T, core_starts, RELEASE_GUARD)
+                        None if plan.weight_cache else plan.wring_words, w_release, T, core_starts, RELEASE_GUARD,
+                        chan=ch_w, beats=1)
     rd_bytes = HEADER_BEATS * 8 + (plan.image_words * eng.word_bytes if weights else 0)
     wr_bytes = 0
 
@@ -305,8 +356,8 @@ def _walk(plan, M: E.MemoryModel, T: HlsTiming, cached: bool, clock_mhz: float, 
     out = []
     for li, l in enumerate(L):
         row = l.row
-        f = stretch.get(li, 1.0)
         t_start = t
+        tl.start_layer(t_start)
         tc = t + T.region_start if li else t               # the first region starts with the frame's
         core_starts.append(tc)
         spp = l.k * l.k * l.ci_chunks
@@ -317,15 +368,23 @@ def _walk(plan, M: E.MemoryModel, T: HlsTiming, cached: bool, clock_mhz: float, 
         if l.src_kind == E.SRC_DDR:
             cg = row["src_cgrps"]
             row_beats = l.in_size * cg * bpu
-            rate_f = rates["read_beats"] / f
+            rate_f = rates["read_beats"]
             f_release = _Released(tc)
-            fill = _Feed(tc + lat_r + T.depth_io, l.in_size * cg, bpu / rate_f, FILL_FIFO, l.ring_rows, f_release, T,
-                         core_starts, ROW_RELEASE_GUARD, port)
+            if fill_split(plan, l):            # even rows on path 1, odd rows on path 2
+                fill = _FeedPair(*(_Feed(tc + lat_r + T.depth_io, l.in_size * cg, bpu / rate_f, FILL_FIFO, l.ring_rows,
+                                         f_release, T, core_starts, ROW_RELEASE_GUARD, port, step=2, phase=ph,
+                                         chan=ch_r[p], beats=bpu)
+                                   for ph, p in ((0, E.PATH_1), (1, E.PATH_2))))
+            else:
+                path = E.PATH_2 if plan.act_paths == 2 and row.get("src_path") == E.PATH_2 else E.PATH_1
+                fill = _Feed(tc + lat_r + T.depth_io, l.in_size * cg, bpu / rate_f, FILL_FIFO, l.ring_rows, f_release,
+                             T, core_starts, ROW_RELEASE_GUARD, port, chan=ch_r[path], beats=bpu)
             rd_bytes += l.in_size * l.in_size * cg * n_pe
         stall_rows = stall_w = stall_out = 0.0
         w_free = float("-inf")                             # the DDR writer has written every queued unit
-        rate_o = rates["write_beats"] / f
-        c_unit = bpu / rate_o                              # the writer's cycles per unit
+        n_wr = 2 if write_split(plan, l) else 1            # writers (paths), each with its port and FIFO
+        out_fifo = OUT_FIFO * n_wr
+        w_path = E.PATH_2 if plan.act_paths == 2 and row.get("dst_path") == E.PATH_2 else E.PATH_1
         blk0 = l.w_off
         for b in range(l.n_bands):
             if l.src_kind == E.SRC_STEM:
@@ -351,8 +410,22 @@ def _walk(plan, M: E.MemoryModel, T: HlsTiming, cached: bool, clock_mhz: float, 
                 if l.dst_kind == E.DST_DDR:
                     first = t_run + spp + T.depth_core + T.fifo_latency
                     start = max(w_free, first)
-                    w_free = max(start + band_px * c_unit, t_run + band_px * spp + T.depth_core + c_unit)
-                    lim = w_free - OUT_FIFO * c_unit - T.depth_core
+                    beats = band_px * bpu
+                    if n_wr == 2:                          # alternate lines on the two paths' writers
+                        moved = max(ch_o[E.PATH_1].move(start, beats - beats // 2),
+                                    ch_o[E.PATH_2].move(start, beats // 2))
+                    else:
+                        moved = ch_o[w_path].move(start, beats)
+                    c_unit = (moved - start) / band_px     # the writers' cycles per unit
+                    t_last = t_run + band_px * spp + T.depth_core
+                    if n_wr == 2:                          # the last line's writer: its units, a line's beats
+                        cu1 = bpu / rates["write_beats"]
+                        upl = E.AXI_BURST_BEATS // bpu
+                        tail = max(t_last + cu1, t_last - (upl - 1) * spp + upl * cu1)
+                    else:
+                        tail = t_last + c_unit
+                    w_free = max(moved, tail)
+                    lim = w_free - out_fifo * c_unit - T.depth_core
                     if lim > tc:
                         stall_out += lim - tc
                         tc = lim
@@ -373,8 +446,8 @@ def _walk(plan, M: E.MemoryModel, T: HlsTiming, cached: bool, clock_mhz: float, 
             tc = max(tc, stem_done[-1] + 1)
         elif fill is not None:
             fill.ready(l.in_size)
-            tc = max(tc, fill.done[-1] + 1)
-            reader_end = fill.done[-1]
+            tc = max(tc, fill.last() + 1)
+            reader_end = fill.last()
         core_end = tc + T.depth_core
         if li == len(L) - 1:
             core_end += n_cls                              # the logits
@@ -400,17 +473,26 @@ def _walk(plan, M: E.MemoryModel, T: HlsTiming, cached: bool, clock_mhz: float, 
     # layer's last block
     t_end = t + (1 if T == CSIM else T.depth_io)
     cycles = int(round(t_end))
+    # the charged streams per window (as spec.cycles): the input frame as the stem takes it, the logits
+    stream: dict = {}
+    if M.charge_streams and stem_done:
+        per_row = st["in_bytes"] / len(stem_done)
+        for k, t1 in enumerate(stem_done):
+            _spread(stream, tl, stem_done[k - 1] if k else t0, t1, per_row)
+        _spread(stream, tl, t_end - n_cls, t_end, 4 * n_cls)
     macs = sum(l.macs for l in L)
     period = cycles + T.restart
     frame = dict(cycles=cycles, period_cycles=period, clock_mhz=clock_mhz, fps=clock_mhz * 1e6 / period,
                  fps_at_100mhz=100e6 / period, utilization=macs / (eng.n_pe * eng.n_ci * cycles) if cycles else 0.0,
                  mac_cycles=sum(l.mac_cycles for l in L), dram_rd_bytes=int(rd_bytes), dram_wr_bytes=int(wr_bytes),
                  header_cycles=int(t_hdr))
-    return out, frame, rates
+    chans = {"weights": ch_w, "act read": ch_r[E.PATH_1], "act2 read": ch_r[E.PATH_2],
+             "act write": ch_o[E.PATH_1], "wts write": ch_o[E.PATH_2]}
+    return out, frame, rates, chans, stream, tl
 
 
 def predict_hls(plan, memory: E.MemoryModel | str | None = None, clock_mhz: float = 100.0,
-                timing: HlsTiming = HLS_TIMING, cached: bool = True) -> dict:
+                timing: HlsTiming = HLS_TIMING, cached: bool = True, passes: int = 8) -> dict:
     """The HLS engine's frame for ``plan`` under ``memory`` (a MemoryModel, a preset's name, or
     ``"csim"``; default ``ideal``): the structure of ``zynqflow.spec.cycles.predict`` (``layers``:
     name, cycles, start_cycle, mac_cycles, issue_cycles, stall_cycles, bound, macs, dram_bytes;
@@ -418,29 +500,31 @@ def predict_hls(plan, memory: E.MemoryModel | str | None = None, clock_mhz: floa
     dram_rd_bytes, dram_wr_bytes, header_cycles; ``label``). ``cached=False``: the first frame of a
     weight-cache build (it streams the image).
 
-    The shared DDR budget (``shared_bytes`` per cycle of :func:`port_rates`) bounds each layer from
-    below: a layer moves its weight words, DDR reads and writes (and the input frame, when the
-    preset charges streams) in no fewer than bytes / budget cycles; a layer the event model puts
-    below that is stretched to it (``bound`` "ddr shared") and the layers after it move on."""
+    The shared DDR budget (``shared_bytes`` per cycle of :func:`port_rates`): as
+    ``spec.cycles.predict`` shares it, in passes (at most ``passes``) until no channel's factor
+    in any window changes by more than 0.5 %; a DDR-bound layer whose channels it slowed by more
+    than 2 % on average is bound by it (``bound`` "ddr shared")."""
     M = memory_of(memory)
-    layers, frame, rates = _walk(plan, M, timing, cached, clock_mhz, None)
-    budget = rates["shared_bytes"]
-    if budget:
-        shift = 0
-        for l in layers:
-            l["start_cycle"] += shift
-            floor = int(math.ceil(l["dram_bytes"] / budget))
-            if floor > l["cycles"] * 1.001:
-                shift += floor - l["cycles"]
-                l["cycles"] = floor
-                l["bound"] = "ddr shared"
-        if shift:
-            eng = plan.engine
-            frame["cycles"] += shift
-            frame["period_cycles"] += shift
-            frame["fps"] = clock_mhz * 1e6 / frame["period_cycles"]
-            frame["fps_at_100mhz"] = 100e6 / frame["period_cycles"]
-            frame["utilization"] = plan.macs / (eng.n_pe * eng.n_ci * frame["cycles"])
+    slow = None
+    for k in range(max(1, passes)):
+        layers, frame, rates, chans, stream, tl = _walk(plan, M, timing, cached, clock_mhz, slow)
+        if not rates["shared_bytes"] or k == passes - 1:
+            break
+        nxt = _share(chans, stream, tl, rates["shared_bytes"], M.beat_bytes)
+        if not any(f > 1.0 for v in nxt.values() for f in v.values()) and not slow:
+            break
+        if slow and all(abs(nxt[c].get(w, 1.0) / slow[c].get(w, 1.0) - 1.0) <= 0.005
+                        for c in nxt for w in set(nxt[c]) | set(slow[c])):
+            break
+        slow = nxt
+    if slow:
+        chan = {"ddr read": ("act read", "act2 read"), "ddr write": ("act write", "wts write"),
+                "weights": ("weights",)}
+        for i, l in enumerate(layers):
+            for c in chan.get(l["bound"], ()):
+                f = [v for (li, _), v in slow[c].items() if li == i]
+                if f and sum(f) / len(f) > 1.02:
+                    l["bound"] = "ddr shared"
     return dict(label=LABEL, memory=asdict(M), memory_rates=rates, timing=asdict(timing),
                 cached_weights=bool(plan.weight_cache and cached), layers=layers, frame=frame)
 
@@ -464,12 +548,12 @@ def csim_counts(plan, cached: bool = True) -> dict:
             run = l.in_size * bpu
             bl = min(16, run)
             beats = l.in_size * l.row["src_cgrps"] * run
-            c["fill"] = (beats, 1)
+            c["fill"] = (beats, 2 if fill_split(plan, l) and l.in_size >= 2 else 1)
             c["units"] = (beats // bpu, 0)
         elif l.src_kind == E.SRC_STEM:
             c["units"] = (st["size"] * st["size"] * -(-st["in_words"] // eng.wpg), 0)
         if l.dst_kind == E.DST_DDR:
-            c["ddr_write"] = (l.co_groups * l.out_size ** 2 * bpu, 1)
+            c["ddr_write"] = (l.co_groups * l.out_size ** 2 * bpu, 2 if write_split(plan, l) else 1)
         if li == len(L) - 1:
             c["logits"] = (n_cls, 0)
         layers.append(c)
@@ -504,5 +588,5 @@ def hls_vs_rtl(plan, memory=None, clock_mhz: float = 100.0) -> dict:
                 rtl_cycles=r["frame"]["cycles"], label=h["label"])
 
 
-__all__ = ["COUNTERS", "CSIM", "HLS_TIMING", "HlsTiming", "LABEL", "MEMORY_CSIM", "csim_counts", "hls_vs_rtl",
-           "memory_of", "port_rates", "predict_hls"]
+__all__ = ["COUNTERS", "CSIM", "HLS_TIMING", "HlsTiming", "LABEL", "MEMORY_CSIM", "csim_counts", "fill_split",
+           "hls_vs_rtl", "memory_of", "port_rates", "predict_hls", "write_split"]

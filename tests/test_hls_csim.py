@@ -108,10 +108,12 @@ def _expect_same(got: np.ndarray, want: np.ndarray, what: str) -> None:
 # ---- the packed DSP48E1 ---------------------------------------------------------
 def test_packed_dsp_exhaustive(tmp_path_factory):
     """Both versions of the two-MACs-per-DSP split (ap_int and int64) equal the two plain
-    products for every w_hi, w_lo in [-128, 127] and every 9-bit lane value in [-128, 255]."""
+    products for every w_hi, w_lo in [-128, 127] and every 9-bit lane value in [-128, 255]; the
+    LUT lane's plain product (the lane pairs beyond DSP_PAIRS) equals w * x for every pair."""
     rc, out = csim.run_dsp_test(tmp_path_factory.mktemp("dsp"), quiet=True)
     assert rc == 0, out
     assert "25165824 cases (49152 weight pairs with the pre-adder wrap), 0 mismatches" in out, out
+    assert "LUT lane: 98304 cases, 0 mismatches" in out, out
 
 
 # ---- bit exactness -------------------------------------------------------------
@@ -124,6 +126,13 @@ def test_export_covers_the_engine():
     assert any(l["stride"] == 2 and l["src_kind"] == "ddr" for l in m["layers"])
     assert any(l["dst_offset"] for l in m["layers"] if l["dst_kind"] == "ddr"), "no concatenation in DDR"
     assert not m["engine"]["weight_cache"] and m["memory"]["scratch_bytes"] > 0
+    # issue 27: LUT lanes beside the DSP pairs, reads and writes over both activation paths
+    assert m["engine"]["lut_lanes"] > 0 and m["engine"]["dsp48e1"] > 0 and m["engine"]["act_paths"] == 2
+    from zynqflow.export.exporter import load_plan
+    from zynqflow.spec import engine as E
+
+    rows = [l.row for l in load_plan(_net("zq64-ddr").dir).layers]
+    assert any(r["src_path"] == E.PATH_BOTH for r in rows) and any(r["dst_path"] == E.PATH_BOTH for r in rows)
     assert _net("mini").man["engine"]["weight_cache"]
     rgb, wide = _net("rgb").man, _net("wide").man
     assert rgb["engine"]["n_ci"] == 4 and any(l["dst_offset"] % 16 for l in rgb["layers"])   # mid-group word
@@ -470,8 +479,8 @@ def test_run_hls_tcl_flow(tmp_path):
     (every header of hls/, not the C simulation's scheduler) and the testbench, Vitis's own streams
     (-DZQ_VITIS), the four steps in order, a co-simulation of ZQ_COSIM_FRAMES frames without the
     protocol checks unless ZQ_COSIM_PROTOCOL=1; arguments from the command line or (vitis-run) the
-    environment; zq_top's interface pragmas name the m_axi bundles wts and act (ports m_axi_wts,
-    m_axi_act, with `latency=`) and the s_axilite bundle control (s_axi_control)."""
+    environment; zq_top's interface pragmas name the m_axi bundles wts, act and act2 (ports m_axi_wts,
+    m_axi_act, m_axi_act2, with `latency=`) and the s_axilite bundle control (s_axi_control)."""
     d = NETS["zq64-ddr"][0]()                      # the export only (nothing compiled)
     n = SimpleNamespace(dir=d)
     mem = json.loads((d / "manifest.json").read_text())["memory"]
@@ -512,8 +521,13 @@ def test_run_hls_tcl_flow(tmp_path):
     rc, _, out = _mock_run_hls(tmp_path)
     assert rc == 2 and "ZQ_HLS_EXPORT" in out
     top = (csim.HLS_DIR / "zq_top.cpp").read_text()
-    assert "port=wts bundle=wts offset=slave" in top and "port=act bundle=act offset=slave" in top
-    assert "depth=ZQ_WTS_DEPTH" in top and "depth=ZQ_ACT_DEPTH" in top and "latency=ZQ_MAXI_LATENCY" in top
+    # three masters addressed by byte address from 0 (offset=off), their bases the spec's wts and act
+    # registers (64-bit scalars): the register map stays the spec's (hls/README.md, "Interface")
+    for port, bundle in (("wts_mem", "wts"), ("act_mem", "act"), ("act2_mem", "act2")):
+        assert f"port={port} bundle={bundle} offset=off" in top, port
+    assert "offset=slave" not in top and "zq_addr_t wts, zq_addr_t act" in top
+    assert top.count("depth=ZQ_MEM_DEPTH") == 3 and "latency=ZQ_MAXI_LATENCY" in top
+    assert "ZQ_WTS_DEPTH" in top and "ZQ_ACT_DEPTH" in top      # ZQ_MEM_DEPTH: the testbench's DDR from them
     spec_h = (csim.HLS_DIR / "zq_spec.h").read_text()
     for r in ("wts", "act", "status", "frames_done", "net_id", "build_params", "engine_info", "return"):
         assert f"port={r} " in spec_h and "bundle=control" in spec_h
@@ -626,7 +640,7 @@ def test_every_stream_at_depth_one(name):
     """No path of the engine needs a deep FIFO (the core takes from every producer without blocking
     and only blocks on its own output): every stream at depth 1 runs bit-exact, only slower."""
     n = _net(name)
-    streams = ("w_beats", "stem_units", "in_status", "logits", "fill_units", "out_units")
+    streams = ("w_beats", "stem_units", "in_status", "logits", "fill_units", "fill_units2", "out_units", "out_units2")
     try:
         n.sim.reset()
         n.sim.process_stats()

@@ -36,7 +36,9 @@ DEPTH = E.HLS_CORE_DEPTH
 ALL_DELAYS = list(range(0, 2 * DEPTH + 1))
 SOME_DELAYS = [0, DEPTH, 2 * DEPTH]
 
-NETS = fixtures.HLS_TEST_NETS   # the test networks of tests/test_hls_csim.py, and a weight-ring build of 8-beat words
+# the test networks of tests/test_hls_csim.py, a weight-ring build of 8-beat words, and ZynqNet 64x64 on a
+# 32x16 engine with both activation paths and LUT lanes
+NETS = fixtures.HLS_TEST_NETS
 
 
 def _frames(d, n: int, seed: int = 5):
@@ -52,10 +54,17 @@ def _sweep(name: str, delays, n_frames: int = 2, **build) -> dict:
     return sim.hazard_sweep(frames, want, delays)
 
 
-@pytest.mark.parametrize("name", ["tiny", "zq64-ddr"])
+@pytest.mark.parametrize("name", ["tiny", "zq64-ddr", "zq64-32x16"])
 def test_hazards_within_the_guards(name):
     """Every store and release D iterations late, or every read, for D = 0, the stated depth and twice
-    it: bit-exact (a cached stem-fed build; ZynqNet 64x64 with DDR tensors, halo rows, the weight ring)."""
+    it: bit-exact (a cached stem-fed build; ZynqNet 64x64 with DDR tensors, halo rows, the weight ring,
+    both activation paths; on 16x16 and on 32x16 with LUT lanes)."""
+    if name != "tiny":   # the DDR layers read and write over both activation paths (issue 27)
+        from zynqflow.export.exporter import load_plan
+
+        plan = load_plan(NETS[name]())
+        assert plan.act_paths == 2 and any(l.row["src_path"] == E.PATH_BOTH for l in plan.layers)
+        assert any(l.row["dst_path"] == E.PATH_BOTH for l in plan.layers)
     res = _sweep(name, SOME_DELAYS)
     assert res == {hz: {d: 0 for d in SOME_DELAYS} for hz in ("late_stores", "late_reads")}, res
 
@@ -112,9 +121,11 @@ def test_hazards_every_delay(name):
 
 
 @pytest.mark.slow
-def test_exact_types_full_zynqnet_frame():
-    """One full 256x256 ZynqNet frame (16x16 engine) through the exact HLS types, bit-exact."""
-    d = fixtures.random_export("zynqnet", n_pe=16, n_ci=16, vectors=1)
+@pytest.mark.parametrize("variant", [{}, {"act_paths": 1}, {"dsp_pairs": 256}])
+def test_exact_types_full_zynqnet_frame(variant):
+    """One full 256x256 ZynqNet frame through the exact HLS types, bit-exact: on the default 32x16 engine
+    (two activation paths, 72 LUT lanes), with one path, and with every lane pair on a DSP48E1."""
+    d = fixtures.random_export("zynqnet", n_pe=32, n_ci=16, act_kb=192, vectors=1, **variant)
     sim = csim.CSim(d, native=False)
     frames, want = _frames(d, 1, seed=256)
     t0 = time.perf_counter()

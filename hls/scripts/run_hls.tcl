@@ -17,7 +17,8 @@
 #              directory and `--json <out_dir>/csynth_check.json`; make hls: zynqflow.bench.csynth_check).
 # The m_axi depths for co-simulation (ZQ_WTS_DEPTH, ZQ_ACT_DEPTH: 64-bit beats of the weight
 # image and of the scratch area) are computed here from weights.bin and net_params.h and
-# passed as defines. Normally run through hls/scripts/hls.sh, which finds the tool first.
+# passed as defines; zq_top.cpp derives from them the depth of its three offset=off masters,
+# the testbench's whole DDR array (ZQ_MEM_DEPTH). Normally run through hls/scripts/hls.sh, which finds the tool first.
 
 set script_dir [file dirname [file normalize [info script]]]
 set hls_dir [file dirname $script_dir]

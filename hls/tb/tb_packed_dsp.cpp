@@ -2,7 +2,8 @@
 // 8-bit weights w_hi, w_lo in [-128, 127] and every 9-bit lane value x in
 // [-128, 255] (the unsigned lanes 0..255 and the signed lanes -128..127), both
 // the exact ap_int datapath and the int64 C-simulation version must give
-// lo == w_lo * x and hi == w_hi * x.
+// lo == w_lo * x and hi == w_hi * x; and the LUT lane's plain product (lut_mul_exact, the
+// lane pairs beyond DSP_PAIRS) must give w * x for every weight and lane value.
 //
 //   g++ -O2 -std=c++14 -I hls -isystem <ap_types> hls/tb/tb_packed_dsp.cpp -o tb_packed_dsp
 //
@@ -33,9 +34,22 @@ int main() {
             }
         }
     }
+    // the LUT lanes: every 8-bit weight times every 9-bit lane value
+    long lut_cases = 0, lut_bad = 0;
+    for (int w = -128; w <= 127; w++) {
+        for (int x = -128; x <= 255; x++) {
+            const int got = zq::lut_mul_exact(zq::w8_t(w), zq::x9_t(x)).to_int();
+            lut_cases++;
+            if (got != w * x) {
+                if (lut_bad < 10) printf("  MISMATCH LUT lane w=%d x=%d: %d, want %d\n", w, x, got, w * x);
+                lut_bad++;
+            }
+        }
+    }
     printf("tb_packed_dsp: %ld cases (%ld weight pairs with the pre-adder wrap), %ld mismatches\n", cases,
            wraps * 384, bad);
-    if (bad || cases != 256L * 256 * 384) {
+    printf("tb_packed_dsp: LUT lane: %ld cases, %ld mismatches\n", lut_cases, lut_bad);
+    if (bad || cases != 256L * 256 * 384 || lut_bad || lut_cases != 256L * 384) {
         printf("tb_packed_dsp: FAIL\n");
         return 1;
     }

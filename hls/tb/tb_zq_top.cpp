@@ -96,7 +96,8 @@ void call_top() {
 #if !ZQ_HLS_STREAMS
     try {
 #endif
-        zq_top(s_in, s_out, &ddr[WTS_BASE / 8], &ddr[ACT_BASE / 8], r_status, r_done, r_net_id, r_build, r_info);
+        zq_top(s_in, s_out, ddr.data(), ddr.data(), ddr.data(), WTS_BASE, ACT_BASE, r_status, r_done, r_net_id, r_build,
+               r_info);
 #if !ZQ_HLS_STREAMS
     } catch (const zq_csim::Deadlock& e) {  // the project's C simulation: the watchdog's report
         printf("tb_zq_top: FAIL: %s\n", e.what());
