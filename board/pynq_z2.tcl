@@ -32,7 +32,7 @@
 #   a PS7 high-performance port in 64-bit mode:
 #     m_axi_wts (the weight image; path 2's DDR-tensor writes)   -> wts_pc  -> ps7/S_AXI_HP0
 #     m_axi_act (the activation scratch: path 1, reads, writes)  -> act_pc  -> ps7/S_AXI_HP2
-#     m_axi_act2 (RTL twin only: path 2's DDR-tensor reads)      -> act2_pc -> ps7/S_AXI_HP3
+#     m_axi_act2 (path 2's DDR-tensor reads)                     -> act2_pc -> ps7/S_AXI_HP3
 #     all see the DDR at 0x0000_0000, 512 MiB (the engine's window: spec.engine.DDR_WINDOW_BYTES)
 #   axi_dma_0 (simple mode, no scatter-gather, 32-bit streams, 23-bit length)
 #     M_AXIS_MM2S -> zq_top_0/s_axis_in      zq_top_0/m_axis_out -> S_AXIS_S2MM
@@ -74,10 +74,10 @@ set bd      zq_bd
 # the engine specification (generated from spec/engine.py): the clock, the DDR window, the register maps
 source [file join [file dirname [file normalize [info script]]] zq_spec.tcl]
 set fclk_mhz $zq_spec(clock_mhz)
-# each engine's address spaces of its DDR masters, by the names its IP gives them (the RTL twin's
-# second activation path reads through m_axi_act2; the HLS engine has no such master yet)
+# each engine's address spaces of its DDR masters, by the names its IP gives them (both engines'
+# second activation path reads through m_axi_act2)
 array set zq_spaces {
-    hls {wts Data_m_axi_wts act Data_m_axi_act}
+    hls {wts Data_m_axi_wts act Data_m_axi_act act2 Data_m_axi_act2}
     rtl {wts m_axi_wts act m_axi_act act2 m_axi_act2}
 }
 # the engine's masters and the PS7 high-performance ports they reach
@@ -234,7 +234,7 @@ set_property -dict [list \
     CONFIG.PCW_IRQ_F2P_INTR {1} \
 ] $ps7
 if {[dict exists $zq_spaces($engine) act2]} {
-    # the RTL twin's second activation path reads through HP3 (HP2 and HP3 share a DDR controller port)
+    # the engine's second activation path reads through HP3 (HP2 and HP3 share a DDR controller port)
     set_property -dict [list CONFIG.PCW_USE_S_AXI_HP3 {1} CONFIG.PCW_S_AXI_HP3_DATA_WIDTH {64}] $ps7
 }
 
@@ -272,7 +272,7 @@ connect_bd_intf_net [get_bd_intf_pins ps7/M_AXI_GP0] [get_bd_intf_pins ctrl_ic/S
 connect_bd_intf_net [get_bd_intf_pins ctrl_ic/M00_AXI] [get_bd_intf_pins zq_top_0/s_axi_control]
 connect_bd_intf_net [get_bd_intf_pins ctrl_ic/M01_AXI] [get_bd_intf_pins axi_dma_0/S_AXI_LITE]
 
-# the engine's DDR masters: m_axi_wts -> HP0, m_axi_act -> HP2, and the RTL twin's m_axi_act2 -> HP3
+# the engine's DDR masters: m_axi_wts -> HP0, m_axi_act -> HP2, m_axi_act2 -> HP3
 # (HP0/HP1 and HP2/HP3 share a DDR controller port each: weights and activations do not queue
 # behind each other), each through an AXI protocol converter: the HP ports are AXI3, and the
 # engines' bursts are at most 16 beats (spec.engine's AXI_BURST_BEATS; the HLS pragmas'

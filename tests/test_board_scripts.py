@@ -276,16 +276,15 @@ def test_tcl_fallback_ps_settings_are_pynq_z2_base(tmp_path):
 @pytest.mark.parametrize("engine,space", [("hls", "Data_m_axi_"), ("rtl", "m_axi_")])
 def test_tcl_engine_ddr_ports(tmp_path, engine, space, rtl_entry):
     """The engine's AXI4 masters reach the DDR through PS7 high-performance ports in 64-bit mode
-    (m_axi_wts -> HP0, m_axi_act -> HP2 on another DDR controller port, and the RTL twin's second
-    activation path m_axi_act2 -> HP3), each through an AXI protocol converter (AXI4 -> AXI3, no
+    (m_axi_wts -> HP0, m_axi_act -> HP2 on another DDR controller port, and the second activation
+    path m_axi_act2 -> HP3), each through an AXI protocol converter (AXI4 -> AXI3, no
     burst splitting: TRANSLATION_MODE 0, the engines' bursts being at most 16 beats), with the DDR at
     0, 512 MiB (the engine's window) in every address space (each engine's by its own names), and
-    the clock and reset of every other port; the DMA keeps to HP1; the HLS engine, which has no
-    m_axi_act2, leaves HP3 off."""
+    the clock and reset of every other port; the DMA keeps to HP1. Both engines have m_axi_act2."""
     r, log, _ = run_block_design(tmp_path, engine, rtl_entry=rtl_entry, MOCK_WNS="0.3")
     assert r.returncode == 0, r.stderr
     assert E.DDR_WINDOW_BYTES == 512 << 20
-    ports = (("wts", "HP0"), ("act", "HP2")) + ((("act2", "HP3"),) if engine == "rtl" else ())
+    ports = (("wts", "HP0"), ("act", "HP2"), ("act2", "HP3"))
     for port, hp in ports:
         for line in [f"connect_bd_intf_net zq_top_0/m_axi_{port} {port}_pc/S_AXI",
                      f"connect_bd_intf_net {port}_pc/M_AXI ps7/S_AXI_{hp}",
@@ -298,7 +297,7 @@ def test_tcl_engine_ddr_ports(tmp_path, engine, space, rtl_entry):
             assert line in log, line
     assert log.count("PROP CONFIG.TRANSLATION_MODE=0") == len(ports) and E.AXI_BURST_BEATS <= 16
     assert "connect_bd_intf_net mem_sc/M00_AXI ps7/S_AXI_HP1" in log and "PROP CONFIG.PCW_USE_S_AXI_HP1=1" in log
-    assert "mem_sc/M00_AXI ps7/S_AXI_HP0" not in log and ("S_AXI_HP3" in log) == (engine == "rtl")
+    assert "mem_sc/M00_AXI ps7/S_AXI_HP0" not in log and "S_AXI_HP3" in log
     # the engine's ports are mapped before the blanket assign_bd_address
     assert log.index(f"zq_top_0/{space}act") < log.index("\nassign_bd_address\n")
 
@@ -507,26 +506,16 @@ def test_block_design_either_engine(tmp_path, packaged, rtl_entry):
         assert bd.addr[("ps7/Data", "zq_top_0/s_axi_control/Reg")] == (0x4000_0000, E.CTRL_SEGMENT_BYTES)
         lines = [l.replace(str(d), "TMP").replace(f"zynqflow.org:{engine}:zq_top", "ENGINE_IP")
                  for l in log.splitlines() if not l.startswith("SET\t")]
-        logs[engine] = [re.sub(r"zq_top_0/(Data_)?m_axi_(wts|act)\b", r"zq_top_0/SPACE_\2", l)
+        logs[engine] = [re.sub(r"zq_top_0/(Data_)?m_axi_(wts|act2|act)\b", r"zq_top_0/SPACE_\2", l)
                         if "addr_space" in l or "assign_bd_address" in l or l.startswith(("ADDR\t", "AUTO\t")) else l
                         for l in lines]
     assert C.hls_interfaces() == {"s_axi_control": "", "m_axi_wts": "Data_m_axi_wts", "m_axi_act": "Data_m_axi_act",
-                                  "s_axis_in": "", "m_axis_out": ""}
+                                  "m_axi_act2": "Data_m_axi_act2", "s_axis_in": "", "m_axis_out": ""}
     assert {n: b.props.get("master_address_space_ref", "") for n, b in model.bus_interfaces().items()
             if b.props.get("bus_type_vlnv") in (C.AXIMM, C.AXIS)} == \
         {"s_axi_control": "", "m_axi_wts": "m_axi_wts", "m_axi_act": "m_axi_act",
          "m_axi_act2": "m_axi_act2", "s_axis_in": "", "m_axis_out": ""}
-    # the same design but for the RTL twin's second activation path (m_axi_act2 -> act2_pc -> HP3)
-    rtl, prev_dropped = [], False
-    for l in logs["rtl"]:
-        if l.startswith("NET\t"):      # a net's pins, less the second path's (the clock and reset nets)
-            l = "\t".join(p for p in l.split("\t") if "act2" not in p and "HP3" not in p)
-        elif "act2" in l or "HP3" in l or (prev_dropped and l.startswith("PROP ")):   # (with its PROP lines)
-            prev_dropped = True
-            continue
-        prev_dropped = False
-        rtl.append(l)
-    assert rtl == logs["hls"]
+    assert logs["rtl"] == logs["hls"]
     assert any("zq_top_0/m_axi_act2 act2_pc/S_AXI" in l for l in logs["rtl"])
 
 
@@ -558,8 +547,8 @@ def test_block_design_broken_copy_fails(tmp_path, rtl_entry, engine):
     (the mistake of one name for both): the mock finds no such address space, on the script's
     line, and the check of the block design names the engine's spaces left to Vivado's automatic
     assignment."""
-    old = "hls {wts Data_m_axi_wts act Data_m_axi_act}\n    rtl {wts m_axi_wts act m_axi_act act2 m_axi_act2}"
-    root = _mirror(tmp_path, {"board/pynq_z2.tcl": (old, "hls {wts m_axi_wts act m_axi_act}\n    rtl {wts "
+    old = "hls {wts Data_m_axi_wts act Data_m_axi_act act2 Data_m_axi_act2}\n    rtl {wts m_axi_wts act m_axi_act act2 m_axi_act2}"
+    root = _mirror(tmp_path, {"board/pynq_z2.tcl": (old, "hls {wts m_axi_wts act m_axi_act act2 m_axi_act2}\n    rtl {wts "
                                                          "Data_m_axi_wts act Data_m_axi_act act2 Data_m_axi_act2}")})
     d = tmp_path / "bd"
     d.mkdir()
@@ -568,7 +557,7 @@ def test_block_design_broken_copy_fails(tmp_path, rtl_entry, engine):
     own, other = ("m_axi_", "Data_m_axi_") if engine == "rtl" else ("Data_m_axi_", "m_axi_")
     line = _line("board/pynq_z2.tcl", "[get_bd_addr_spaces zq_top_0/$space]")
     vlnv = V.RTL_VLNV if engine == "rtl" else V.HLS_VLNV
-    spaces = f"{own}act, {own}act2, {own}wts" if engine == "rtl" else f"{own}act, {own}wts"   # (the twin's act2)
+    spaces = f"{own}act, {own}act2, {own}wts"
     for port in ("wts", "act"):
         want = f"board/pynq_z2.tcl:{line}: get_bd_addr_spaces zq_top_0/{other}{port}: {vlnv} has no address space " \
                f"'{other}{port}'; in this configuration zq_top_0 has {spaces}"
