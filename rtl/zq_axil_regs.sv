@@ -180,19 +180,26 @@ module zq_axil_regs #(
     end
 
     // ---------------------------------------------------------------- outputs
-    logic [31:0]      o_reg [0:N_OUT-1];
-    logic [N_OUT-1:0] o_valid;
-    always_ff @(posedge clk) begin
-        for (int i = 0; i < N_OUT; i++) begin
+    // one register per output in a block of its own (a simulator then keeps each in a variable
+    // of its own instead of updating an array through shadow copies every cycle); o_all holds them
+    // for the read mux
+    logic [N_OUT*32-1:0] o_all;
+    logic [N_OUT-1:0]    o_valid;
+    for (genvar i = 0; i < N_OUT; i++) begin : g_out
+        logic [31:0] o_reg;
+        logic        o_v;
+        always_ff @(posedge clk) begin
             if (rst) begin
-                o_reg[i]   <= '0;
-                o_valid[i] <= 1'b0;
+                o_reg <= '0;
+                o_v   <= 1'b0;
             end else begin
-                if (o_vld[i]) o_reg[i] <= o_data[i*32 +: 32];
-                if (o_vld[i]) o_valid[i] <= 1'b1;
-                else if (ar_hs && raddr == a_out(i) + ADDR_W'(4)) o_valid[i] <= 1'b0;
+                if (o_vld[i]) o_reg <= o_data[i*32 +: 32];
+                if (o_vld[i]) o_v <= 1'b1;
+                else if (ar_hs && raddr == a_out(i) + ADDR_W'(4)) o_v <= 1'b0;
             end
         end
+        assign o_all[i*32 +: 32] = o_reg;
+        assign o_valid[i] = o_v;
     end
 
     // ---------------------------------------------------------------- read data
@@ -220,7 +227,7 @@ module zq_axil_regs #(
                 else if (raddr == A_ACT + ADDR_W'(4)) rd = act[63:32];
                 else if (raddr == A_LSEL) rd = layer_sel;
                 for (int i = 0; i < N_OUT; i++) begin
-                    if (raddr == a_out(i)) rd = o_reg[i];
+                    if (raddr == a_out(i)) rd = o_all[i*32 +: 32];
                     if (raddr == a_out(i) + ADDR_W'(4)) rd = {31'd0, o_valid[i]};
                 end
                 s_axi_rvalid <= 1'b1;

@@ -254,16 +254,6 @@ module zq_core #(
     // evaluates them only for a result.
     localparam LB = `ZQ_LANE_BITS;
     localparam GB = `ZQ_GAP_BITS;
-    function automatic [N_PE*LB-1:0] lanes_of(input [N_PE*OUT_W-1:0] yv, input [NV_W-1:0] nv);
-        for (int p = 0; p < N_PE; p++)
-            lanes_of[p*LB +: LB] = (NV_W'(p) < nv) ? yv[p*OUT_W +: LB] : '0;
-    endfunction
-    function automatic [N_PE*GB-1:0] psum_of(input [N_PE*GB-1:0] ps, input fresh, input [N_PE*OUT_W-1:0] yv,
-                                             input [NV_W-1:0] nv);
-        for (int p = 0; p < N_PE; p++)
-            psum_of[p*GB +: GB] = (fresh ? GB'(0) : $signed(ps[p*GB +: GB])) +
-                                  ((NV_W'(p) < nv) ? GB'($signed(yv[p*OUT_W +: OUT_W])) : GB'(0));
-    endfunction
 
     // ---- S17: write-back ----------------------------------------------------------------
     logic              gap_fresh;
@@ -279,7 +269,8 @@ module zq_core #(
             case (dst_kind)
                 `ZQ_ROW_DST_KIND_W'(`ZQ_DST_ACT): begin
                     logic [N_PE*LB-1:0] lanes;
-                    lanes = lanes_of(y, m_nvalid);
+                    for (int p = 0; p < N_PE; p++)
+                        lanes[p*LB +: LB] = (NV_W'(p) < m_nvalid) ? y[p*OUT_W +: LB] : '0;
                     act_wr_en   <= m_en15;
                     act_wr_row  <= m_rows15;
                     for (int b = 0; b < WPG; b++) begin
@@ -291,11 +282,14 @@ module zq_core #(
                     ddr_valid <= 1'b1;
                     ddr_addr  <= m_addr;
                     ddr_left  <= m_left;
-                    ddr_data  <= lanes_of(y, m_nvalid);
+                    for (int p = 0; p < N_PE; p++)
+                        ddr_data[p*LB +: LB] <= (NV_W'(p) < m_nvalid) ? y[p*OUT_W +: LB] : '0;
                 end
                 default: begin  // DST_GAP: sum the group's pixels, write the sums after its last
                     logic [N_PE*GB-1:0] psum_next;
-                    psum_next = psum_of(psum, gap_fresh, y, m_nvalid);
+                    for (int p = 0; p < N_PE; p++)
+                        psum_next[p*GB +: GB] = (gap_fresh ? GB'(0) : $signed(psum[p*GB +: GB])) +
+                                                ((NV_W'(p) < m_nvalid) ? GB'($signed(y[p*OUT_W +: OUT_W])) : GB'(0));
                     psum      <= psum_next;
                     gap_fresh <= m_blk_last;
                     if (m_blk_last) begin
