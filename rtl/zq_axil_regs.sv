@@ -180,50 +180,56 @@ module zq_axil_regs #(
     end
 
     // ---------------------------------------------------------------- outputs
-    logic [31:0]      o_reg [0:N_OUT-1];
-    logic [N_OUT-1:0] o_valid;
-    always_ff @(posedge clk) begin
-        for (int i = 0; i < N_OUT; i++) begin
+    // one register per output in a block of its own (a simulator then keeps each in a variable
+    // of its own instead of updating an array through shadow copies every cycle); o_all holds them
+    // for the read mux
+    logic [N_OUT*32-1:0] o_all;
+    logic [N_OUT-1:0]    o_valid;
+    for (genvar i = 0; i < N_OUT; i++) begin : g_out
+        logic [31:0] o_reg;
+        logic        o_v;
+        always_ff @(posedge clk) begin
             if (rst) begin
-                o_reg[i]   <= '0;
-                o_valid[i] <= 1'b0;
+                o_reg <= '0;
+                o_v   <= 1'b0;
             end else begin
-                if (o_vld[i]) o_reg[i] <= o_data[i*32 +: 32];
-                if (o_vld[i]) o_valid[i] <= 1'b1;
-                else if (ar_hs && raddr == a_out(i) + ADDR_W'(4)) o_valid[i] <= 1'b0;
+                if (o_vld[i]) o_reg <= o_data[i*32 +: 32];
+                if (o_vld[i]) o_v <= 1'b1;
+                else if (ar_hs && raddr == a_out(i) + ADDR_W'(4)) o_v <= 1'b0;
             end
         end
+        assign o_all[i*32 +: 32] = o_reg;
+        assign o_valid[i] = o_v;
     end
 
     // ---------------------------------------------------------------- read data
-    logic [31:0] rd;
-    always_comb begin
-        rd = '0;
-        if (raddr == A_CTRL) begin   // the AP_CTRL bits of the specification
-            rd[`ZQ_AP_AP_START]     = int_ap_start;
-            rd[`ZQ_AP_AP_DONE]      = int_task_ap_done;
-            rd[`ZQ_AP_AP_IDLE]      = int_ap_idle;
-            rd[`ZQ_AP_AP_READY]     = int_ap_ready;
-            rd[`ZQ_AP_AUTO_RESTART] = int_auto_restart;
-            rd[`ZQ_AP_INTERRUPT]    = interrupt;
-        end else if (raddr == A_GIE) rd = {31'd0, int_gie};
-        else if (raddr == A_IER) rd = {30'd0, int_ier};
-        else if (raddr == A_ISR) rd = {30'd0, int_isr};
-        else if (raddr == A_WTS) rd = wts[31:0];
-        else if (raddr == A_WTS + ADDR_W'(4)) rd = wts[63:32];
-        else if (raddr == A_ACT) rd = act[31:0];
-        else if (raddr == A_ACT + ADDR_W'(4)) rd = act[63:32];
-        else if (raddr == A_LSEL) rd = layer_sel;
-        for (int i = 0; i < N_OUT; i++) begin
-            if (raddr == a_out(i)) rd = o_reg[i];
-            if (raddr == a_out(i) + ADDR_W'(4)) rd = {31'd0, o_valid[i]};
-        end
-    end
+    // (the read mux in the R register's load branch: a simulator evaluates it only for a read)
     always_ff @(posedge clk) begin
         if (rst) begin
             s_axi_rvalid <= 1'b0;
         end else begin
             if (ar_hs) begin
+                logic [31:0] rd;
+                rd = '0;
+                if (raddr == A_CTRL) begin   // the AP_CTRL bits of the specification
+                    rd[`ZQ_AP_AP_START]     = int_ap_start;
+                    rd[`ZQ_AP_AP_DONE]      = int_task_ap_done;
+                    rd[`ZQ_AP_AP_IDLE]      = int_ap_idle;
+                    rd[`ZQ_AP_AP_READY]     = int_ap_ready;
+                    rd[`ZQ_AP_AUTO_RESTART] = int_auto_restart;
+                    rd[`ZQ_AP_INTERRUPT]    = interrupt;
+                end else if (raddr == A_GIE) rd = {31'd0, int_gie};
+                else if (raddr == A_IER) rd = {30'd0, int_ier};
+                else if (raddr == A_ISR) rd = {30'd0, int_isr};
+                else if (raddr == A_WTS) rd = wts[31:0];
+                else if (raddr == A_WTS + ADDR_W'(4)) rd = wts[63:32];
+                else if (raddr == A_ACT) rd = act[31:0];
+                else if (raddr == A_ACT + ADDR_W'(4)) rd = act[63:32];
+                else if (raddr == A_LSEL) rd = layer_sel;
+                for (int i = 0; i < N_OUT; i++) begin
+                    if (raddr == a_out(i)) rd = o_all[i*32 +: 32];
+                    if (raddr == a_out(i) + ADDR_W'(4)) rd = {31'd0, o_valid[i]};
+                end
                 s_axi_rvalid <= 1'b1;
                 s_axi_rdata  <= rd;
             end else if (s_axi_rvalid && s_axi_rready) begin

@@ -168,8 +168,9 @@ module zq_core #(
         .clk(clk), .rst(rst || abort), .in_valid(v_s[RD]), .in_first(f_s[RD]), .in_bias(b_s[RD]),
         .act_signed(src_signed), .act(act_rd_data), .wgt(w3), .out_valid(acc_valid), .out_acc(acc)
     );
+    // the requantizer loads a pixel's result only (mv below: the step's last MAC at S11)
     zq_requant #(.N_PE(N_PE), .ACC_W(ACC), .OUT_W(OUT_W)) u_rq (
-        .clk(clk), .acc(acc), .rnd(rq_rnd), .shr(rq_shr), .sh(rq_sh), .relu(relu), .lo(out_lo), .hi(out_hi), .y(y)
+        .clk(clk), .in_valid(mv[RD + `ZQ_RTL_PIPE_MAC]), .acc(acc), .rnd(rq_rnd), .shr(rq_shr), .sh(rq_sh), .relu(relu), .lo(out_lo), .hi(out_hi), .y(y)
     );
 
     // ---- metadata: flags at S1, destination addresses over S1..S4, all carried to S16 ----------
@@ -248,24 +249,15 @@ module zq_core #(
     assign {m_blk_last, m_first, m_last, m_nvalid, m_en15, m_grow} = meta[LAT*META_W-1 -: META_W];
     assign {m_rows15, m_addr, m_left} = ameta[(LAT-3)*ADR_W-1 -: ADR_W];
 
-    // lanes of channels >= the group's valid count are written as 0
+    // lanes of channels >= the group's valid count are written as 0; the GAP's sums. Formed in
+    // the write-back's branches below (with mv[LAT] as the registers' enable), so that a simulator
+    // evaluates them only for a result.
     localparam LB = `ZQ_LANE_BITS;
-    logic [N_PE*LB-1:0] lanes;
-    always_comb begin
-        for (int p = 0; p < N_PE; p++)
-            lanes[p*LB +: LB] = (NV_W'(p) < m_nvalid) ? y[p*OUT_W +: LB] : '0;
-    end
+    localparam GB = `ZQ_GAP_BITS;
 
     // ---- S17: write-back ----------------------------------------------------------------
     logic              gap_fresh;
-    localparam GB = `ZQ_GAP_BITS;
     logic [N_PE*GB-1:0] psum;
-    logic [N_PE*GB-1:0] psum_next;
-    always_comb begin
-        for (int p = 0; p < N_PE; p++)
-            psum_next[p*GB +: GB] = (gap_fresh ? GB'(0) : $signed(psum[p*GB +: GB])) +
-                                    ((NV_W'(p) < m_nvalid) ? GB'($signed(y[p*OUT_W +: OUT_W])) : GB'(0));
-    end
 
     always_ff @(posedge clk) begin
         act_wr_en <= '0;
@@ -276,6 +268,9 @@ module zq_core #(
         end else if (mv[LAT]) begin
             case (dst_kind)
                 `ZQ_ROW_DST_KIND_W'(`ZQ_DST_ACT): begin
+                    logic [N_PE*LB-1:0] lanes;
+                    for (int p = 0; p < N_PE; p++)
+                        lanes[p*LB +: LB] = (NV_W'(p) < m_nvalid) ? y[p*OUT_W +: LB] : '0;
                     act_wr_en   <= m_en15;
                     act_wr_row  <= m_rows15;
                     for (int b = 0; b < WPG; b++) begin
@@ -287,9 +282,14 @@ module zq_core #(
                     ddr_valid <= 1'b1;
                     ddr_addr  <= m_addr;
                     ddr_left  <= m_left;
-                    ddr_data  <= lanes;
+                    for (int p = 0; p < N_PE; p++)
+                        ddr_data[p*LB +: LB] <= (NV_W'(p) < m_nvalid) ? y[p*OUT_W +: LB] : '0;
                 end
                 default: begin  // DST_GAP: sum the group's pixels, write the sums after its last
+                    logic [N_PE*GB-1:0] psum_next;
+                    for (int p = 0; p < N_PE; p++)
+                        psum_next[p*GB +: GB] = (gap_fresh ? GB'(0) : $signed(psum[p*GB +: GB])) +
+                                                ((NV_W'(p) < m_nvalid) ? GB'($signed(y[p*OUT_W +: OUT_W])) : GB'(0));
                     psum      <= psum_next;
                     gap_fresh <= m_blk_last;
                     if (m_blk_last) begin

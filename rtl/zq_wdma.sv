@@ -179,10 +179,12 @@ module zq_wdma #(
     // reset nor start gates their enables (thousands of flip-flops: a short enable path)
     always_ff @(posedge clk) begin
         if (rd_valid && p_words) begin
-            word <= {rd_data, word[BPW*DW-1:DW]};
+            logic [BPW*DW-1:0] nxt;   // (the new word formed once: a simulator keeps no shadow copy)
+            nxt = {rd_data, word[BPW*DW-1:DW]};
+            word <= nxt;
             if (32'(wbeat) == BPW - 1) begin
                 w_wr_addr <= WR_W'(loaded);
-                w_wr_data <= {rd_data, word[BPW*DW-1:DW]};
+                w_wr_data <= nxt;
             end
         end
     end

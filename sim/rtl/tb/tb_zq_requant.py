@@ -1,7 +1,9 @@
-"""zq_requant: round-shift, ReLU and saturation of N_PE accumulators, four register stages.
+"""zq_requant: round-shift, ReLU and saturation of N_PE accumulators, five register stages.
 
 Against ``zynqflow.spec.numerics.requantize`` (rounding right shift s > 0, left shift s <= 0,
-ReLU, clamp to the output format): every input's N_PE outputs exactly four cycles later,
+ReLU, clamp to the output format): every valid input's N_PE outputs exactly five cycles later
+(``in_valid`` marks the results; the cycles between them carry other accumulator values, which
+the stages must not load over a result in flight),
 for layer constants (rnd, shr, sh, relu, lo, hi) held per layer, over s = -31..31 (every
 shift), signed and unsigned output formats of several widths, with and without ReLU,
 accumulators at the extremes (-2^31, 2^31-1, the rounding ties +/-2^(s-1)) and, for s <= 0,
@@ -29,7 +31,7 @@ class TB(TBBase):
         self.out_w = self.param("OUT_W")
         self.pipe = collections.deque([None] * LAT)
         self.n = 0
-        for n in ("acc", "rnd", "shr", "sh", "relu", "lo", "hi"):
+        for n in ("in_valid", "acc", "rnd", "shr", "sh", "relu", "lo", "hi"):
             getattr(dut, n).value = 0
 
     def accs(self, s: int) -> list[int]:
@@ -51,8 +53,15 @@ class TB(TBBase):
         # constants change only with the pipeline empty (they are held while a layer runs)
         await self.flush()
         for i in range(n):
+            while i and self.rng.random() < 0.4:   # a partial sum between results: not loaded
+                await self.cycle()
+                d.in_valid.value = 0
+                d.acc.value = pack(self.accs(s), ACC_BITS)
+                await self.settle()
+                self.compare(None, "")
             acc = self.accs(s)
             await self.cycle()
+            d.in_valid.value = 1
             if i == 0:
                 d.rnd.value = (1 << (s - 1)) if s > 0 else 0
                 d.shr.value = int(s > 0)
@@ -77,6 +86,7 @@ class TB(TBBase):
     async def flush(self):
         for _ in range(LAT):
             await self.cycle()
+            self.dut.in_valid.value = 0
             await self.settle()
             self.compare(None, "")
 
