@@ -308,7 +308,11 @@ def test_ctrl_c_leaves_a_consistent_study_that_resumes(tmp_path):
     log = _read_until(p, "hold: trial 0 training")
     assert len(_read_jsonl(out / "trials" / "0000" / "train_log.jsonl")) == 1   # one epoch trained, then held
     p.send_signal(signal.SIGINT)
-    log += p.communicate(timeout=600)[0]
+    try:
+        log += p.communicate(timeout=600)[0]
+    except subprocess.TimeoutExpired:
+        p.kill()   # no study left behind, held forever
+        pytest.fail("the study did not end within 600 s of SIGINT:\n" + (log + p.communicate()[0])[-3000:])
     assert p.returncode == 130, log[-3000:]
     rows = _read_jsonl(out / "trials.jsonl")
     assert [(r["number"], r["state"], r["fail_kind"], r["counted"]) for r in rows] == \
