@@ -268,18 +268,21 @@ def test_register_offsets_follow_vitis_rules(rtl):
     """The shared registers sit where Vitis HLS 2023.2 would put the top function's arguments,
     derived here from hls/zq_top.h (its argument list, in order) by the documented rules: the
     block-control words at 0x00-0x0C, then per argument 8 bytes for a <= 32-bit input scalar,
-    12 bytes for a 64-bit m_axi offset, 16 bytes for an output scalar with ap_vld; no gaps.
+    12 bytes for a 64-bit input (an m_axi offset=slave pointer, or the
+    64-bit `wts` and `act` addresses of the offset=off masters), 16 bytes for an output scalar with ap_vld; no gaps.
     RTL-only registers lie above the last shared one and collide with nothing."""
     text = (RTL_DIR.parent / "hls" / "zq_top.h").read_text()
     m = re.search(r"void\s+zq_top\s*\((.*?)\)\s*;", text, re.S)
     assert m, "no zq_top prototype in hls/zq_top.h"
     args = [a.strip() for a in re.sub(r"//[^\n]*", "", m.group(1)).split(",") if a.strip()]
+    pragmas = "".join(f.read_text() for f in sorted((RTL_DIR.parent / "hls").glob("*.[hc]*")))
+    axilite = set(re.findall(r"mode=s_axilite\s+port=(\w+)", pragmas))
     off, derived = 0x10, {}
     for a in args:
         name = re.search(r"(\w+)\s*(\[\s*\w*\s*\])?$", a).group(1)
-        if "stream" in a:
-            continue                                  # AXI4-Stream: no register
-        if "*" in a:                                  # m_axi pointer, offset=slave: 64-bit address
+        if "stream" in a or name not in axilite:
+            continue                                  # AXI4-Stream, or m_axi with offset=off: no register
+        if "*" in a or re.match(r"(zq_addr_t|ap_uint<64>)\s", a):   # 64-bit: m_axi offset=slave, or an address
             derived[name], off = off, off + 12
         elif "&" in a:                                # output scalar, ap_vld
             derived[name], off = off, off + 16
