@@ -367,13 +367,29 @@ def predict(plan, memory: E.MemoryModel | str | None = None, timing: RtlTiming =
     after ``passes``."""
     M = memory_of(memory)
     rates = port_rates(M)
+    return share_passes(lambda slow: _one_pass(plan, M, timing, cached, clock_mhz, rates, slow), M, passes)
+
+
+def share_passes(walk, memory: E.MemoryModel, passes: int = 8) -> dict:
+    """Run a frame's event model ``walk`` in passes until the shared DDR budget converges, and
+    return its last result (the loop of :func:`predict`, which ``spec.cycles_hls.predict_hls``
+    shares). ``walk(slow)`` runs one pass, with ``slow`` (None in the first) the factor per channel
+    and window (:class:`_Timeline` key) by which the budget slows each channel, and returns
+    ``(result, chans, stream, tl)``: ``result["layers"]`` the layer dicts, ``chans`` the
+    :class:`_Channel` by name ("weights", "act read", "act2 read", "act write", "wts write"),
+    ``stream`` the charged streams' bytes per window, ``tl`` the pass's :class:`_Timeline`.
+    After a pass :func:`_share` gives the next pass's factors; the passes stop when no channel is
+    slowed, when no factor changes by more than 0.5 %, or after ``passes``. A DDR-bound layer whose
+    channels the budget slowed by more than 2 % on average is then bound by it ("ddr shared")."""
+    M = memory
+    budget = port_rates(M)["shared_bytes"]
     slow: dict[str, dict] | None = None
     res = None
     for k in range(max(1, passes)):
-        res, chans, stream, tl = _one_pass(plan, M, timing, cached, clock_mhz, rates, slow)
-        if not rates["shared_bytes"] or k == passes - 1:
+        res, chans, stream, tl = walk(slow)
+        if not budget or k == passes - 1:
             break
-        nxt = _share(chans, stream, tl, rates["shared_bytes"], M.beat_bytes)
+        nxt = _share(chans, stream, tl, budget, M.beat_bytes)
         if not any(f > 1.0 for v in nxt.values() for f in v.values()) and not slow:
             break
         if slow and all(abs(nxt[c].get(w, 1.0) / slow[c].get(w, 1.0) - 1.0) <= 0.005

@@ -30,7 +30,8 @@ rate (``spec.cycles.port_rates``: its token bucket, refresh, gaps and stalls, th
 limit), and the shared DDR budget, shared as ``spec.cycles.predict`` shares it: each channel
 (the weight reads, both paths' reads and writes) moves its beats through a ``spec.cycles._Channel``,
 and after a pass the channels busy in the same window of a layer's time share what the budget
-leaves after the charged streams (``spec.cycles._share``), which slows them in the next pass.
+leaves after the charged streams (``spec.cycles._share``), which slows them in the next pass
+(the same passes as ``spec.cycles.predict``'s: ``spec.cycles.share_passes``).
 
     from zynqflow.spec.cycles_hls import predict_hls
     p = predict_hls(plan)                          # plan: zynqflow.export.plan.HwPlan
@@ -55,7 +56,8 @@ import math
 from dataclasses import asdict, dataclass
 
 from . import engine as E
-from .cycles import _Channel, _need_rows, _Released, _released_rows, _share, _spread, _Timeline, port_rates
+from .cycles import (_Channel, _need_rows, _Released, _released_rows, _spread, _Timeline, port_rates,
+                     share_passes)
 from .cycles import memory_of as _rtl_memory_of
 
 # hls/zq_count.h's enum Counter, in order (sim/csim/runner.py reads the C simulation's counts by these)
@@ -501,32 +503,18 @@ def predict_hls(plan, memory: E.MemoryModel | str | None = None, clock_mhz: floa
     weight-cache build (it streams the image).
 
     The shared DDR budget (``shared_bytes`` per cycle of :func:`port_rates`): as
-    ``spec.cycles.predict`` shares it, in passes (at most ``passes``) until no channel's factor
-    in any window changes by more than 0.5 %; a DDR-bound layer whose channels it slowed by more
-    than 2 % on average is bound by it (``bound`` "ddr shared")."""
+    ``spec.cycles.predict`` shares it (the same loop: ``spec.cycles.share_passes``), in passes (at
+    most ``passes``) until no channel's factor in any window changes by more than 0.5 %; a DDR-bound
+    layer whose channels it slowed by more than 2 % on average is bound by it (``bound`` "ddr shared")."""
     M = memory_of(memory)
-    slow = None
-    for k in range(max(1, passes)):
+
+    def walk(slow):
         layers, frame, rates, chans, stream, tl = _walk(plan, M, timing, cached, clock_mhz, slow)
-        if not rates["shared_bytes"] or k == passes - 1:
-            break
-        nxt = _share(chans, stream, tl, rates["shared_bytes"], M.beat_bytes)
-        if not any(f > 1.0 for v in nxt.values() for f in v.values()) and not slow:
-            break
-        if slow and all(abs(nxt[c].get(w, 1.0) / slow[c].get(w, 1.0) - 1.0) <= 0.005
-                        for c in nxt for w in set(nxt[c]) | set(slow[c])):
-            break
-        slow = nxt
-    if slow:
-        chan = {"ddr read": ("act read", "act2 read"), "ddr write": ("act write", "wts write"),
-                "weights": ("weights",)}
-        for i, l in enumerate(layers):
-            for c in chan.get(l["bound"], ()):
-                f = [v for (li, _), v in slow[c].items() if li == i]
-                if f and sum(f) / len(f) > 1.02:
-                    l["bound"] = "ddr shared"
-    return dict(label=LABEL, memory=asdict(M), memory_rates=rates, timing=asdict(timing),
-                cached_weights=bool(plan.weight_cache and cached), layers=layers, frame=frame)
+        return dict(layers=layers, frame=frame, memory_rates=rates), chans, stream, tl
+
+    res = share_passes(walk, M, passes)
+    return dict(label=LABEL, memory=asdict(M), memory_rates=res["memory_rates"], timing=asdict(timing),
+                cached_weights=bool(plan.weight_cache and cached), layers=res["layers"], frame=res["frame"])
 
 
 def csim_counts(plan, cached: bool = True) -> dict:
