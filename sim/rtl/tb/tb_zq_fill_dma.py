@@ -79,19 +79,117 @@ class Layer:
         return out
 
 
-class TB(TBBase):
-    def __init__(self, dut, test, stalls: float = 0.25, p_ready: float = 0.7):
+class RingFillTB(TBBase):
+    """What this bench and tb_zq_fill_paths's share: the DUT's parameters, the DDR image, a layer's
+    start, the model of the MAC loop (``b_ready``, and ``release_rows`` behind the rows in by the
+    layer's halo), and the checks of port B and of the ring slots. A bench says what rows are in
+    (:meth:`rows_in`) and keeps its own counts at a layer's start (:meth:`new_layer`,
+    :meth:`layer_started`)."""
+
+    def __init__(self, dut, test, p_ready: float):
         super().__init__(dut, test=test)
         self.npe = self.param("N_PE")
         self.row_w = self.param("ROW_W")
         self.max_out = self.param("MAX_OUT")
         self.mem = SparseMemory(1 << 32)
-        self.ram = memory(self, gaps=dict(ar=stalls, r=stalls), read_latency=16, max_reads=16)
-        self.axi = AxiMasterChecker(self, "m", 8, read=True, max_rd=self.max_out, page=LINE)
         self.p_ready = p_ready
         self.layer: Layer | None = None
         self.release = 0
         self.rel_hist = collections.deque([0] * 4, maxlen=4)
+
+    def rows_in(self) -> int:
+        """Rows from row 0 written in full."""
+        raise NotImplementedError
+
+    def new_layer(self) -> None:
+        """The cycle ``start`` is driven (before the DMA samples it)."""
+
+    def layer_started(self, layer: Layer) -> None:
+        """The cycle the DMA sampled ``start``."""
+
+    async def run_layer(self, layer: Layer, **inputs):
+        """Start ``layer``: a cycle of ``start`` with the layer's registers (and ``inputs``, more of the
+        DUT's inputs by name)."""
+        d = self.dut
+        self.layer = None
+        self.release = 0
+        await self.cycle()
+        d.start.value = 1
+        for name, v in inputs.items():
+            getattr(d, name).value = v
+        d.base.value, d.lg_w.value, d.cgrps.value = layer.base, layer.lg_w, layer.cgrps
+        d.ring.value, d.lg_rows.value = layer.ring, layer.lg_rows
+        d.release_rows.value = 0
+        self.new_layer()
+        await self.cycle()            # start sampled: the DMA's counters start over
+        d.start.value = 0
+        self.layer = layer
+        self.layer_started(layer)
+
+    async def consumer(self):
+        """release_rows: rows the MAC loop no longer needs (behind the rows in by the layer's halo)."""
+        d = self.dut
+        while True:
+            await self.cycle()
+            d.b_ready.value = int(self.rng.random() < self.p_ready)
+            L = self.layer
+            if L is not None and self.rng.random() < 0.3:
+                target = max(0, min(L.w, self.rows_in() - L.halo))
+                if self.release < target:
+                    self.release += 1
+            d.release_rows.value = self.release
+
+    def port_b(self, c: int, held):
+        """Port B in cycle ``c``: ``(unit, taken, held)``, the unit (row, data) it offers, whether
+        ``b_ready`` takes it, and the unit the next cycle must offer again (checked: a unit offered
+        while ``b_ready`` is low is held)."""
+        d = self.dut
+        bv, br = u(d.b_valid), u(d.b_ready)
+        unit = (u(d.b_row), u(d.b_data))
+        if held is not None:
+            self.check(bv == 1 and unit == held, f"port-B unit not held while b_ready is low (cycle {c})")
+        return unit, bool(bv and br), (unit if bv and not br else None)
+
+    def check_slot(self, L: Layer, y: int, rel: int) -> None:
+        """A unit of row ``y`` is written with ``release_rows`` = ``rel``: the slot it overwrites held row
+        y - 2^lg_rows, released?"""
+        self.check(y < rel + (1 << L.lg_rows),
+                   f"unit of row {y} written with release_rows={rel} (ring of {1 << L.lg_rows})")
+
+    def check_request(self, L: Layer, y: int, rel: int, cyc: int, where: str = "") -> None:
+        """The request for row ``y`` came once y < release + 2^lg_rows (``rel``: release_rows one cycle
+        before arvalid rose)."""
+        self.check(y < rel + (1 << L.lg_rows),
+                   f"row {y} requested{where} at cycle {cyc} with release_rows={rel} (ring of {1 << L.lg_rows})")
+
+    async def abort_midway(self, layer: Layer, *args) -> None:
+        """Start ``layer`` (``args``: the rest of the bench's :meth:`run_layer`'s) and raise ``abort``
+        40 to 69 cycles later; returns in that cycle's read-only phase."""
+        await self.run_layer(layer, *args)
+        for _ in range(40 + self.rng.randrange(30)):
+            await self.step()
+        await self.cycle()
+        self.dut.abort.value = 1
+        await self.settle()
+
+    async def wait_busy_falls(self, timeout: int) -> None:
+        """Until ``busy`` falls (after an abort), at most ``timeout`` cycles (checked)."""
+        for _ in range(timeout):
+            await self.step()
+            if not u(self.dut.busy):
+                break
+        self.eq(u(self.dut.busy), 0, "busy falls after an abort")
+
+    def start(self):
+        cocotb.start_soon(self.consumer())
+        cocotb.start_soon(self.monitor())
+
+
+class TB(RingFillTB):
+    def __init__(self, dut, test, stalls: float = 0.25, p_ready: float = 0.7):
+        super().__init__(dut, test, p_ready)
+        self.ram = memory(self, gaps=dict(ar=stalls, r=stalls), read_latency=16, max_reads=16)
+        self.axi = AxiMasterChecker(self, "m", 8, read=True, max_rd=self.max_out, page=LINE)
         self.b_units: list = []
         self.rows_done = 0
         self.ar_rise: list[tuple[int, int]] = []     # (cycle, release one cycle earlier) of each new AR
@@ -105,36 +203,17 @@ class TB(TBBase):
             getattr(dut, n).value = 0
         dut.en.value = 1          # one DMA reading every row (zq_fill_paths's two-path modes: tb_zq_fill_paths)
 
-    async def run_layer(self, layer: Layer):
-        d = self.dut
-        self.layer = None
-        self.release = 0
-        await self.cycle()
-        d.start.value = 1
-        d.base.value, d.lg_w.value, d.cgrps.value = layer.base, layer.lg_w, layer.cgrps
-        d.ring.value, d.lg_rows.value = layer.ring, layer.lg_rows
-        d.release_rows.value = 0
+    def rows_in(self) -> int:
+        return self.rows_done
+
+    def new_layer(self) -> None:
         self.ar0 = len(self.axi.ar)
         self.ar_rise = []
-        await self.cycle()            # start sampled: the DMA's counters start over
+
+    def layer_started(self, layer: Layer) -> None:
         self.start_cycle = self.cycles
-        d.start.value = 0
-        self.layer = layer
         self.rows_done = 0
         self.b_units = []
-
-    async def consumer(self):
-        """release_rows: rows the MAC loop no longer needs (behind rows_avail by the layer's halo)."""
-        d = self.dut
-        while True:
-            await self.cycle()
-            d.b_ready.value = int(self.rng.random() < self.p_ready)
-            L = self.layer
-            if L is not None and self.rng.random() < 0.3:
-                target = max(0, min(L.w, self.rows_done - L.halo))
-                if self.release < target:
-                    self.release += 1
-            d.release_rows.value = self.release
 
     async def monitor(self):
         d = self.dut
@@ -156,19 +235,13 @@ class TB(TBBase):
             if arv and not arv_prev:
                 self.ar_rise.append((c, self.rel_hist[-1]))
             arv_prev = arv
-            bv, br = u(d.b_valid), u(d.b_ready)
-            unit = (u(d.b_row), u(d.b_data))
-            if held is not None:
-                self.check(bv == 1 and unit == held, f"port-B unit not held while b_ready is low (cycle {c})")
-            held = unit if bv and not br else None
-            if bv and br and L is not None:
+            unit, taken, held = self.port_b(c, held)
+            if taken and L is not None:
                 i = len(self.b_units)
                 want = L.units()[i] if i < len(L.units()) else None
                 self.check(want is not None, f"port-B unit {i} beyond the layer's {len(L.units())}")
                 self.eq(unit, want[:2], f"port-B unit {i} (row, data) of row y={want[2]}")
-                # the slot it overwrites held row y - 2^lg_rows: released?
-                self.check(want[2] < rel + (1 << L.lg_rows),
-                           f"unit of row {want[2]} written with release_rows={rel} (ring of {1 << L.lg_rows})")
+                self.check_slot(L, want[2], rel)
                 self.b_units.append(c)
                 self.last_b = c
                 if want[3]:
@@ -202,23 +275,21 @@ class TB(TBBase):
         self.eq(got, [(a, nb) for a, nb, _ in plan], "AR bursts (address, beats)")
         # each request for row y came once y < release + 2^lg_rows (release one cycle before arvalid rose)
         for (cyc, rel), (_, _, y) in zip(self.ar_rise, plan):
-            self.check(y < rel + (1 << L.lg_rows),
-                       f"row {y} requested at cycle {cyc} with release_rows={rel} (ring of {1 << L.lg_rows})")
+            self.check_request(L, y, rel, cyc)
             if y < L.w - 1:
                 self.slack_min = min(self.slack_min, rel + (1 << L.lg_rows) - y)
         self.eq(len(self.ar_rise), len(plan), "AR requests seen rising")
 
-    def start(self):
-        cocotb.start_soon(self.consumer())
-        cocotb.start_soon(self.monitor())
 
-
-def layers(tb):
+def layers(tb, small_lg: int = 0, small_top: int = 3):
+    """The tests' layers (both benches'); the third: a map of 2^small_lg rows (and columns) in a ring
+    of as many rows, ``small_top`` rows below the top of the RAM (its groups wrap around)."""
     npe = tb.npe
     return [
         Layer(tb, BASE, lg_w=3, cgrps=3, lg_rows=2, ring=0x40, halo=2),
         Layer(tb, BASE + 0x3000 + 0x40, lg_w=4, cgrps=2, lg_rows=3, ring=0x10, halo=1),   # runs cut at lines
-        Layer(tb, BASE + 0x8000 + 3 * npe, lg_w=0, cgrps=5, lg_rows=0, ring=(1 << tb.row_w) - 3, halo=0),
+        Layer(tb, BASE + 0x8000 + 3 * npe, lg_w=small_lg, cgrps=5, lg_rows=small_lg, ring=(1 << tb.row_w) - small_top,
+              halo=0),
         Layer(tb, BASE + 0xA000, lg_w=2, cgrps=1, lg_rows=2, ring=0, halo=3),          # the ring holds the map
     ]
 
@@ -267,20 +338,11 @@ async def abort_then_next_layer(dut):
     await tb.reset()
     tb.start()
     L0, L1 = layers(tb)[:2]
-    await tb.run_layer(L0)
-    for _ in range(40 + tb.rng.randrange(30)):
-        await tb.step()
-    await tb.cycle()
-    dut.abort.value = 1
-    await tb.settle()
+    await tb.abort_midway(L0)
     aw_pending = u(dut.m_arvalid)
     n_ar = len(tb.axi.ar)
     tb.check_rows = False
-    for _ in range(2000):
-        await tb.step()
-        if not u(dut.busy):
-            break
-    tb.eq(u(dut.busy), 0, "busy falls after an abort")
+    await tb.wait_busy_falls(2000)
     tb.check(len(tb.axi.ar) - n_ar <= aw_pending, "a new request after the abort")
     tb.eq(tb.axi.rd_out, 0, "bursts in flight drained")
     await tb.cycle()

@@ -23,29 +23,21 @@ from __future__ import annotations
 import collections
 
 import cocotb
-from cocotbext.axi.sparse_memory import SparseMemory
 
-from zynqflow.sim.rtl.tb.common import AxiMasterChecker, TBBase, memory, u
-from zynqflow.sim.rtl.tb.tb_zq_fill_dma import BASE, LINE, Layer
+from zynqflow.sim.rtl.tb.common import AxiMasterChecker, memory, u
+from zynqflow.sim.rtl.tb.tb_zq_fill_dma import LINE, Layer, RingFillTB
+from zynqflow.sim.rtl.tb.tb_zq_fill_dma import layers as dma_layers
 from zynqflow.spec import engine as E
 
 
-class TB(TBBase):
+class TB(RingFillTB):
     def __init__(self, dut, test, stalls: float = 0.25, p_ready: float = 0.8):
-        super().__init__(dut, test=test)
-        self.npe = self.param("N_PE")
-        self.row_w = self.param("ROW_W")
-        self.max_out = self.param("MAX_OUT")
+        super().__init__(dut, test, p_ready)
         self.paths_built = self.param("PATHS")
-        self.mem = SparseMemory(1 << 32)
         self.ram = [memory(self, f"m{k}", gaps=dict(ar=stalls, r=stalls), read_latency=16, max_reads=16)
                     for k in range(2)]
         self.axi = [AxiMasterChecker(self, f"m{k}", 8, read=True, max_rd=self.max_out, page=LINE) for k in range(2)]
-        self.p_ready = p_ready
-        self.layer: Layer | None = None
         self.paths = E.PATH_1
-        self.release = 0
-        self.rel_hist = collections.deque([0] * 4, maxlen=4)
         self.done_rows: set = set()
         self.rows_hist = collections.deque([0] * 3, maxlen=3)     # rows from 0 written in full, by cycle
         self.next_unit = {}            # path -> index of its next unit
@@ -62,21 +54,14 @@ class TB(TBBase):
         return 1 if self.paths == E.PATH_2 else 0
 
     async def run_layer(self, layer: Layer, paths: int):
-        d = self.dut
-        self.layer = None
-        self.release = 0
         self.paths = paths
-        await self.cycle()
-        d.start.value = 1
-        d.paths.value = paths
-        d.base.value, d.lg_w.value, d.cgrps.value = layer.base, layer.lg_w, layer.cgrps
-        d.ring.value, d.lg_rows.value = layer.ring, layer.lg_rows
-        d.release_rows.value = 0
+        await super().run_layer(layer, paths=paths)
+
+    def new_layer(self) -> None:
         self.ar0 = [len(a.ar) for a in self.axi]
         self.ar_rise = [[], []]
-        await self.cycle()
-        d.start.value = 0
-        self.layer = layer
+
+    def layer_started(self, layer: Layer) -> None:
         self.units = {k: [x for x in layer.units() if self.path_of_row(x[2]) == k] for k in range(2)}
         self.next_unit = {0: 0, 1: 0}
         self.units_left = collections.Counter(x[2] for x in layer.units())
@@ -84,23 +69,11 @@ class TB(TBBase):
         self.rows_hist.extend([0, 0, 0])
         self.n_units = 0
 
-    def prefix(self) -> int:
+    def rows_in(self) -> int:
         n = 0
         while n in self.done_rows:
             n += 1
         return n
-
-    async def consumer(self):
-        d = self.dut
-        while True:
-            await self.cycle()
-            d.b_ready.value = int(self.rng.random() < self.p_ready)
-            L = self.layer
-            if L is not None and self.rng.random() < 0.3:
-                target = max(0, min(L.w, self.prefix() - L.halo))
-                if self.release < target:
-                    self.release += 1
-            d.release_rows.value = self.release
 
     async def monitor(self):
         d = self.dut
@@ -121,12 +94,8 @@ class TB(TBBase):
                 arv_prev[k] = arv
             if u(d.m0_rvalid) and u(d.m0_rready) and u(d.m1_rvalid) and u(d.m1_rready):
                 self.both_r += 1
-            bv, br = u(d.b_valid), u(d.b_ready)
-            unit = (u(d.b_row), u(d.b_data))
-            if held is not None:
-                self.check(bv == 1 and unit == held, f"port-B unit not held while b_ready is low (cycle {c})")
-            held = unit if bv and not br else None
-            if bv and br and L is not None:
+            unit, taken, held = self.port_b(c, held)
+            if taken and L is not None:
                 # the unit is the next one of the path whose row it belongs to
                 cands = [k for k in range(2) if self.next_unit[k] < len(self.units[k])
                          and self.units[k][self.next_unit[k]][:2] == unit]
@@ -135,14 +104,13 @@ class TB(TBBase):
                 want = self.units[k][self.next_unit[k]]
                 self.next_unit[k] += 1
                 self.n_units += 1
-                self.check(want[2] < rel + (1 << L.lg_rows),
-                           f"unit of row {want[2]} written with release_rows={rel} (ring of {1 << L.lg_rows})")
+                self.check_slot(L, want[2], rel)
                 self.units_left[want[2]] -= 1
                 if self.units_left[want[2]] == 0:
                     self.done_rows.add(want[2])
             for a in self.axi:
                 a.sample(c)
-            self.rows_hist.append(self.prefix())
+            self.rows_hist.append(self.rows_in())
             self.rel_hist.append(rel)
 
     async def finish_layer(self, timeout=40000):
@@ -166,22 +134,12 @@ class TB(TBBase):
             self.eq(got, want, f"paths={self.paths}: AR bursts on m{k}")
             rows = [y for _, _, y in plan if self.path_of_row(y) == k]
             for (cyc, rel), y in zip(self.ar_rise[k], rows):
-                self.check(y < rel + (1 << L.lg_rows),
-                           f"row {y} requested on m{k} at cycle {cyc} with release_rows={rel}")
-
-    def start(self):
-        cocotb.start_soon(self.consumer())
-        cocotb.start_soon(self.monitor())
+                self.check_request(L, y, rel, cyc, f" on m{k}")
 
 
 def layers(tb):
-    npe = tb.npe
-    return [
-        Layer(tb, BASE, lg_w=3, cgrps=3, lg_rows=2, ring=0x40, halo=2),
-        Layer(tb, BASE + 0x3000 + 0x40, lg_w=4, cgrps=2, lg_rows=3, ring=0x10, halo=1),   # runs cut at lines
-        Layer(tb, BASE + 0x8000 + 3 * npe, lg_w=1, cgrps=5, lg_rows=1, ring=(1 << tb.row_w) - 7, halo=0),
-        Layer(tb, BASE + 0xA000, lg_w=2, cgrps=1, lg_rows=2, ring=0, halo=3),          # the ring holds the map
-    ]
+    """tb_zq_fill_dma's layers, the third of two rows (one on each path)."""
+    return dma_layers(tb, small_lg=1, small_top=7)
 
 
 @cocotb.test()
@@ -211,20 +169,11 @@ async def abort_then_next_layer(dut):
     tb.start()
     both = E.PATH_BOTH if tb.paths_built == 2 else E.PATH_1
     L0, L1 = layers(tb)[:2]
-    await tb.run_layer(L0, both)
-    for _ in range(40 + tb.rng.randrange(30)):
-        await tb.step()
-    await tb.cycle()
-    dut.abort.value = 1
-    await tb.settle()
+    await tb.abort_midway(L0, both)
     pending = [u(dut.m0_arvalid), u(dut.m1_arvalid)]
     n_ar = [len(a.ar) for a in tb.axi]
     tb.layer = None                      # rows_avail is not checked across the abort
-    for _ in range(3000):
-        await tb.step()
-        if not u(dut.busy):
-            break
-    tb.eq(u(dut.busy), 0, "busy falls after an abort")
+    await tb.wait_busy_falls(3000)
     for k in range(2):
         tb.check(len(tb.axi[k].ar) - n_ar[k] <= pending[k], f"a new request on m{k} after the abort")
         tb.eq(tb.axi[k].rd_out, 0, f"bursts in flight on m{k} drained")
