@@ -47,30 +47,28 @@ def burst_plan(runs, npe: int) -> list[tuple[int, int]]:
     return out
 
 
-class TB(TBBase):
-    def __init__(self, dut, test, stalls=(0.2, 0.3, 0.8), p_issue: float = 0.8):
+class ResultsTB(TBBase):
+    """What this bench and tb_zq_out_paths's share: the DUT's parameters (those it lacks from
+    ``DEFAULTS``), the DDR image, the model of the MAC pipeline (``producer``: a unit issued with
+    probability ``p_issue`` while ``full`` is low arrives PIPE cycles later) and the runs of units
+    it issues (their lengths from ``RUN_SIZES``)."""
+
+    RUN_SIZES = (1, 2, 3, 4, 8, 16, 21, 32)
+    DEFAULTS: dict = {}
+
+    def __init__(self, dut, test, p_issue: float):
         super().__init__(dut, test=test)
         self.npe = self.param("N_PE")
-        self.depth = self.param("DEPTH")
-        self.margin = self.param("MARGIN")
+        self.depth = self.param("DEPTH", self.DEFAULTS.get("DEPTH"))
+        self.margin = self.param("MARGIN", self.DEFAULTS.get("MARGIN"))
         self.max_out = self.param("MAX_OUT")
         self.bpu = self.npe // 8
-        self.delay = self.param("PIPE")            # the producer's pipeline: cycles from issue to the FIFO
+        self.delay = self.param("PIPE", self.DEFAULTS.get("PIPE"))   # the producer's pipeline: issue to the FIFO
         self.mem = SparseMemory(1 << 32)
-        self.ram = memory(self, gaps=dict(zip(("aw", "w", "b"), stalls)), write_latency=1, max_writes=32)
-        self.axi = AxiMasterChecker(self, "m", 8, read=False, write=True, max_wr=self.max_out, page=LINE)
         self.p_issue = p_issue
         self.units: collections.deque = collections.deque()    # (addr, left, data) still to issue
         self.line = collections.deque([None] * self.delay)     # the producer's pipeline
         self.expected: dict[int, int] = {}
-        self.pushes = 0
-        self.fifo_max = 0
-        self.check_full = True
-        self.check_idle = True
-        self.err_next = 0
-        self.errs = 0
-        self.abort_cycle = None
-        self.awvalid_at_abort = 0
         dut.in_valid.value = 0
         dut.abort.value = 0
 
@@ -89,7 +87,7 @@ class TB(TBBase):
         off = 0
         for _ in range(n_runs):
             off += self.rng.randrange(0, 4) * self.npe
-            n = self.rng.choice([1, 2, 3, 4, 8, 16, 21, 32])
+            n = self.rng.choice(self.RUN_SIZES)
             if off + n * self.npe > 0x1000:
                 break
             runs.append((base + off, n))
@@ -109,6 +107,33 @@ class TB(TBBase):
             await self.settle()
             issue = (not u(d.full)) and self.units and self.rng.random() < self.p_issue
             self.line.append(self.units.popleft() if issue else None)
+
+    async def wait_idle(self, timeout=40000):
+        """Until every unit is issued and through the pipeline and the DUT is idle (checked)."""
+        for _ in range(timeout):
+            await self.step()
+            if not self.units and all(x is None for x in self.line) and u(self.dut.idle):
+                return
+        self.check(False, "never idle")
+
+    def start(self):
+        cocotb.start_soon(self.producer())
+        cocotb.start_soon(self.monitor())
+
+
+class TB(ResultsTB):
+    def __init__(self, dut, test, stalls=(0.2, 0.3, 0.8), p_issue: float = 0.8):
+        super().__init__(dut, test, p_issue)
+        self.ram = memory(self, gaps=dict(zip(("aw", "w", "b"), stalls)), write_latency=1, max_writes=32)
+        self.axi = AxiMasterChecker(self, "m", 8, read=False, write=True, max_wr=self.max_out, page=LINE)
+        self.pushes = 0
+        self.fifo_max = 0
+        self.check_full = True
+        self.check_idle = True
+        self.err_next = 0
+        self.errs = 0
+        self.abort_cycle = None
+        self.awvalid_at_abort = 0
 
     async def monitor(self):
         d = self.dut
@@ -137,17 +162,6 @@ class TB(TBBase):
             self.err_next = int(bool(u(d.m_bvalid) and u(d.m_bready) and (u(d.m_bresp) >> 1) & 1))
             self.errs += self.err_next
             self.axi.sample(c)
-
-    async def wait_idle(self, timeout=40000):
-        for _ in range(timeout):
-            await self.step()
-            if not self.units and all(x is None for x in self.line) and u(self.dut.idle):
-                return
-        self.check(False, "never idle")
-
-    def start(self):
-        cocotb.start_soon(self.producer())
-        cocotb.start_soon(self.monitor())
 
 
 @cocotb.test()

@@ -18,78 +18,34 @@ write channels) has the project's DDR model with random AW/W/B stalls, over one 
 
 from __future__ import annotations
 
-import collections
-
 import cocotb
-from cocotbext.axi.sparse_memory import SparseMemory
 
-from zynqflow.sim.rtl.tb.common import AxiMasterChecker, TBBase, memory, u
-from zynqflow.sim.rtl.tb.tb_zq_out_dma import BASE, LINE, burst_plan
+from zynqflow.sim.rtl.tb.common import AxiMasterChecker, memory, u
+from zynqflow.sim.rtl.tb.tb_zq_out_dma import BASE, LINE, ResultsTB, burst_plan
 from zynqflow.spec import engine as E
 
 
-class TB(TBBase):
+class TB(ResultsTB):
+    RUN_SIZES = (1, 2, 5, 8, 16, 21, 32, 64)
+    # zq_out_paths's DMAs: the engine's FIFO and the MAC pipeline's depth
+    DEFAULTS = dict(DEPTH=E.RTL_OUT_FIFO_UNITS, MARGIN=E.RTL_OUT_FIFO_MARGIN, PIPE=E.RTL_PIPE_DEPTH)
+
     def __init__(self, dut, test, stalls=(0.2, 0.3, 0.6)):
-        super().__init__(dut, test=test)
-        self.npe = self.param("N_PE")
-        self.max_out = self.param("MAX_OUT")
+        super().__init__(dut, test, p_issue=0.9)
         self.paths_built = self.param("PATHS")
-        self.depth, self.margin = E.RTL_OUT_FIFO_UNITS, E.RTL_OUT_FIFO_MARGIN
-        self.bpu = self.npe // 8
-        self.mem = SparseMemory(1 << 32)
         self.ram = [memory(self, f"m{k}", gaps=dict(zip(("aw", "w", "b"), stalls)), write_latency=1, max_writes=32)
                     for k in range(2)]
         self.axi = [AxiMasterChecker(self, f"m{k}", 8, read=False, write=True, max_wr=self.max_out, page=LINE)
                     for k in range(2)]
-        self.units: collections.deque = collections.deque()
-        self.line = collections.deque([None] * E.RTL_PIPE_DEPTH)
-        self.expected: dict[int, int] = {}
         self.pushes = [0, 0]
         self.paths = E.PATH_1
         self.both_busy = 0
-        dut.in_valid.value = 0
-        dut.abort.value = 0
         dut.paths.value = E.PATH_1
-
-    def add_runs(self, runs):
-        for start, n in runs:
-            for i in range(n):
-                data = self.rng.getrandbits(self.npe * 8)
-                a = start + i * self.npe
-                self.units.append((a, n - i, data))
-                for k in range(self.npe):
-                    self.expected[a + k] = (data >> (8 * k)) & 0xFF
-
-    def random_runs(self, n_runs: int, page: int):
-        runs, off = [], 0
-        base = BASE + page * 0x1000
-        for _ in range(n_runs):
-            off += self.rng.randrange(0, 4) * self.npe
-            n = self.rng.choice([1, 2, 5, 8, 16, 21, 32, 64])
-            if off + n * self.npe > 0x1000:
-                break
-            runs.append((base + off, n))
-            off += n * self.npe
-        return runs
 
     def port_of(self, addr: int) -> int:
         if self.paths == E.PATH_BOTH:
             return (addr // LINE) & 1
         return 1 if self.paths == E.PATH_2 else 0
-
-    async def producer(self):
-        d = self.dut
-        while True:
-            await self.cycle()
-            out = self.line.popleft()
-            if out is not None:
-                a, left, data = out
-                d.in_valid.value, d.in_addr.value, d.in_left.value, d.in_data.value = 1, a, left, data
-            else:
-                d.in_valid.value = 0
-            await self.settle()
-            issue = (not u(d.full)) and self.units and self.rng.random() < 0.9
-            self.line.append(self.units.popleft() if issue else None)
 
     async def monitor(self):
         d = self.dut
@@ -116,17 +72,9 @@ class TB(TBBase):
         self.dut.paths.value = paths
         self.paths = paths
         self.add_runs(runs)
-        for _ in range(60000):
-            await self.step()
-            if not self.units and all(x is None for x in self.line) and u(self.dut.idle):
-                break
-        self.check(u(self.dut.idle), "never idle")
+        await self.wait_idle(60000)
         await self.step()
         self.eq(u(self.dut.bytes_written), 8 * (len(self.axi[0].w) + len(self.axi[1].w)), "bytes_written")
-
-    def start(self):
-        cocotb.start_soon(self.producer())
-        cocotb.start_soon(self.monitor())
 
 
 @cocotb.test()
