@@ -85,15 +85,18 @@ module zq_mac_array #(
         f <= {f[7:1], in_first};
     end
 
-    // bias words, queued in order until their step reaches the accumulators
-    logic              bq_valid;
-    logic [N_PE*32-1:0] bq_data, bias;
-    zq_fifo #(.DATA_W(N_PE * 32), .DEPTH(8)) u_biasq (
-        .clk(clk), .rst(rst), .in_valid(in_bias), .in_ready(), .in_data(wgt[N_PE*32-1:0]),
-        .out_valid(bq_valid), .out_ready(bs[7]), .out_data(bq_data), .count()
-    );
+    // bias words, carried in order beside the pipeline until their step reaches the accumulators:
+    // stage k holds the bias word of the in_bias step k cycles back and moves only with its token
+    // (bs), so any spacing of bias steps keeps its order. Flip-flops with per-stage enables: no LUT
+    // RAM, and no shift register that synthesis would pack into SRLs (one LUT per bit).
+    localparam BW = N_PE * 32;
+    logic [7*BW-1:0] bq;             // stage k at [(k-1)*BW +: BW]; one vector: registers, never a memory
+    logic [BW-1:0]   bias;
     always_ff @(posedge clk) begin
-        if (bs[7]) bias <= bq_data;
+        if (in_bias) bq[0 +: BW] <= wgt[BW-1:0];
+        for (int k = 2; k <= 7; k++)
+            if (bs[k-1]) bq[(k-1)*BW +: BW] <= bq[(k-2)*BW +: BW];
+        if (bs[7]) bias <= bq[6*BW +: BW];
     end
 
     // ---- DSP pairs and the split; LUT pairs ---------------------------------------------
@@ -191,7 +194,6 @@ module zq_mac_array #(
         else     out_valid <= v[7] && !bs[7];
     end
 
-    wire unused_ok = bq_valid;
 
 endmodule
 

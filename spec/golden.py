@@ -2,9 +2,9 @@
 
 It takes a :class:`~zynqflow.spec.qnet.QNet` (the integers the exporter writes) and uint8 HWC
 frames, and returns integer logits. It is vectorized over the batch: each
-convolution is one im2col matrix product done in float64 on integer values
-(every product and sum stays below 2^53, so the result is exact) and then the
-contract's integer requantization.
+convolution is one im2col matrix product done in float32 on integer values where
+no partial sum can reach 2^24, else in float64 (below 2^53), so the result is exact
+(:func:`conv_acc`), and then the contract's integer requantization.
 """
 
 from __future__ import annotations
@@ -30,11 +30,19 @@ def im2col(x: np.ndarray, k: int, stride: int) -> np.ndarray:
 
 
 def conv_acc(x: np.ndarray, layer: QLayer) -> np.ndarray:
-    """Exact int64 accumulators N x Ho x Wo x Cout (bias included)."""
-    cols = im2col(x, layer.k, layer.stride)
-    n, ho, wo, kk = cols.shape
-    wmat = layer.w.reshape(layer.cout, kk).T.astype(np.float64)
-    acc = cols.reshape(-1, kk).astype(np.float64) @ wmat
+    """Exact int64 accumulators N x Ho x Wo x Cout (bias included).
+
+    One im2col matrix product in floating point on integer values: float32 when no partial sum can
+    reach 2^24 (the largest |x| times the largest sum of one output channel's |w| is below it, so
+    every product and partial sum in any order is an integer float32 holds exactly), else float64
+    (below 2^53 for every layer of the family)."""
+    kk = layer.k * layer.k * x.shape[3]
+    w = layer.w.reshape(layer.cout, kk).T
+    bound = int(np.abs(x).max(initial=0)) * int(np.abs(w).sum(axis=0).max(initial=0))
+    dt = np.float32 if bound < 1 << 24 else np.float64
+    cols = im2col(x.astype(dt), layer.k, layer.stride)
+    n, ho, wo, _ = cols.shape
+    acc = cols.reshape(-1, kk) @ w.astype(dt)
     return acc.astype(np.int64).reshape(n, ho, wo, layer.cout) + layer.b
 
 

@@ -72,6 +72,30 @@ def test_golden_rejects_bad_frames():
         golden_logits(q, hwc(x)[:, :8])
 
 
+def test_conv_acc_exact_on_both_sides_of_the_float32_bound():
+    """spec.golden.conv_acc multiplies in float32 only while no partial sum can reach 2^24: 1x1
+    convolutions of 255 x 127 products over 514 inputs (below the bound, every sum even) and over 601
+    (above it, odd sums that float32 cannot hold), with random signs, equal the int64 sums."""
+    from zynqflow.spec.golden import conv_acc
+
+    rng = np.random.default_rng(7)
+    for cin in (514, 601):
+        x = np.full((2, 3, 3, cin), 255, np.int64)
+        w = np.full((4, 1, 1, cin), 127, np.int64)
+        w[1:] *= rng.choice([-1, 1], size=(3, 1, 1, cin))
+        x[1] = rng.integers(0, 256, size=(3, 3, cin))
+        layer = replace(plan_free_layer(cin), w=w, b=np.arange(4, dtype=np.int64))
+        want = np.einsum("nhwc,oc->nhwo", x, w[:, 0, 0, :]) + layer.b
+        assert np.array_equal(conv_acc(x, layer), want), cin
+        assert (cin * 255 * 127 < 1 << 24) == (cin == 514) and want[0, 0, 0, 0] % 2 == (cin % 2)
+
+
+def plan_free_layer(cin: int):
+    """A 1x1, stride 1, 4-output QLayer of a zynqnet-tiny layer's formats, for conv_acc alone."""
+    net, _ = calibrated("zynqnet-tiny")
+    return replace(qnet_from_model(net).layers[1], cin=cin, cout=4, k=1, stride=1)
+
+
 def test_export_writes_consistent_files(tmp_path):
     net, x = calibrated("zynqnet-tiny")
     q = qnet_from_model(net, dataset="synthetic")

@@ -43,7 +43,7 @@ MODULE_SOURCES: dict[str, tuple[str, ...]] = {
     "zq_axi_wr":    ("zq_fifo.sv", "zq_axi_wr.sv"),
     "zq_act_mem":   ("zq_ram_sdp.sv", "zq_act_mem.sv"),
     "zq_lut_mul":   ("zq_lut_mul.sv",),
-    "zq_mac_array": ("zq_fifo.sv", "zq_lut_mul.sv", "zq_mac_array.sv"),
+    "zq_mac_array": ("zq_lut_mul.sv", "zq_mac_array.sv"),
     "zq_requant":   ("zq_requant.sv",),
     "zq_loop_gen":  ("zq_loop_gen.sv",),
     "zq_out_dma":   ("zq_fifo.sv", "zq_axi_wr.sv", "zq_out_dma.sv"),
