@@ -90,18 +90,23 @@ module zq_mac_array #(
     // (bs), so any spacing of bias steps keeps its order. Flip-flops with per-stage enables: no LUT
     // RAM, and no shift register that synthesis would pack into SRLs (one LUT per bit).
     localparam BW = N_PE * 32;
-    logic [7*BW-1:0] bq;             // stage k at [(k-1)*BW +: BW]; one vector: registers, never a memory
-    logic [BW-1:0]   bias;
+    // (seven named registers rather than one vector or an array: each is a variable of its own to a
+    // simulator, and never a memory to synthesis)
+    logic [BW-1:0] bq1, bq2, bq3, bq4, bq5, bq6, bq7, bias;
     always_ff @(posedge clk) begin
-        if (in_bias) bq[0 +: BW] <= wgt[BW-1:0];
-        for (int k = 2; k <= 7; k++)
-            if (bs[k-1]) bq[(k-1)*BW +: BW] <= bq[(k-2)*BW +: BW];
-        if (bs[7]) bias <= bq[6*BW +: BW];
+        if (in_bias) bq1 <= wgt[BW-1:0];
+        if (bs[1]) bq2 <= bq1;
+        if (bs[2]) bq3 <= bq2;
+        if (bs[3]) bq4 <= bq3;
+        if (bs[4]) bq5 <= bq4;
+        if (bs[5]) bq6 <= bq5;
+        if (bs[6]) bq7 <= bq6;
+        if (bs[7]) bias <= bq7;
     end
 
     // ---- DSP pairs and the split; LUT pairs ---------------------------------------------
-    logic signed [PROD_W-1:0] prod [0:N_PE-1][0:N_CI-1];   // t+5
-    logic                     neg  [0:N_PE-1][0:N_CI-1];   // t+5: the product is -(prod + ... ): ~prod + 1
+    logic signed [PROD_W-1:0] prod [0:N_PE-1][0:N_CI-1] /* verilator split_var */;   // t+5
+    logic                     neg  [0:N_PE-1][0:N_CI-1] /* verilator split_var */;   // t+5: the product is -(prod + ... ): ~prod + 1
 
     genvar j, c, g;
     generate
@@ -132,9 +137,9 @@ module zq_mac_array #(
                     always_ff @(posedge clk) begin
                         prod[j][c]        <= $signed(p[15:0]);
                         prod[j + HALF][c] <= $signed(p[17+PROD_W-1:17]);
-                        neg[j][c]         <= 1'b0;
                         neg[j + HALF][c]  <= wrap[4];
                     end
+                    assign neg[j][c] = 1'b0;   // the low product is never negated
                 end else begin : g_lut
                     logic signed [16:0] p_lo, p_hi;   // t+4
                     zq_lut_mul u_lo (.clk(clk), .w(w_lo), .x(x), .p(p_lo));
@@ -142,9 +147,9 @@ module zq_mac_array #(
                     always_ff @(posedge clk) begin    // t+5
                         prod[j][c]        <= PROD_W'(p_lo);
                         prod[j + HALF][c] <= PROD_W'(p_hi);
-                        neg[j][c]         <= 1'b0;
-                        neg[j + HALF][c]  <= 1'b0;
                     end
+                    assign neg[j][c]        = 1'b0;   // exact products: never negated
+                    assign neg[j + HALF][c] = 1'b0;
                 end
             end
         end
@@ -157,21 +162,32 @@ module zq_mac_array #(
     logic signed [PART_W-1:0] part [0:N_PE-1][0:GROUPS-1];
     logic signed [SUM_W-1:0] sum  [0:N_PE-1];
     logic [CNT_W-1:0]        cnt  [0:N_PE-1];
+    // (every product and flag read at a constant index: a simulator may keep each in a variable
+    // of its own, split_var, instead of updating the arrays through shadow copies every cycle)
+    function automatic signed [PART_W-1:0] term(input signed [PROD_W-1:0] pr, input ng);
+        term = PART_W'(pr) ^ {PART_W{ng}};
+    endfunction
     generate
         for (j = 0; j < N_PE; j = j + 1) begin : g_tree
             for (g = 0; g < GROUPS; g = g + 1) begin : g_part
-                always_ff @(posedge clk) begin
-                    logic signed [PART_W-1:0] s;
-                    s = '0;
-                    for (int i = 4 * g; i < 4 * g + 4 && i < N_CI; i++)
-                        s = s + (PART_W'(prod[j][i]) ^ {PART_W{neg[j][i]}});
-                    part[j][g] <= s;
-                end
+                localparam int I0 = 4 * g;
+                localparam int I1 = (4 * g + 1 < N_CI) ? 4 * g + 1 : I0;
+                localparam int I2 = (4 * g + 2 < N_CI) ? 4 * g + 2 : I0;
+                localparam int I3 = (4 * g + 3 < N_CI) ? 4 * g + 3 : I0;
+                always_ff @(posedge clk)
+                    part[j][g] <= term(prod[j][I0], neg[j][I0])
+                                  + ((I1 != I0) ? term(prod[j][I1], neg[j][I1]) : PART_W'(0))
+                                  + ((I2 != I0) ? term(prod[j][I2], neg[j][I2]) : PART_W'(0))
+                                  + ((I3 != I0) ? term(prod[j][I3], neg[j][I3]) : PART_W'(0));
+            end
+            wire [N_CI-1:0] negs;
+            for (c = 0; c < N_CI; c = c + 1) begin : g_neg
+                assign negs[c] = neg[j][c];
             end
             always_ff @(posedge clk) begin
                 logic [CNT_W-1:0] n;
                 n = '0;
-                for (int i = 0; i < N_CI; i++) n = n + CNT_W'(neg[j][i]);
+                for (int i = 0; i < N_CI; i++) n = n + CNT_W'(negs[i]);
                 cnt[j] <= n;
             end
             always_ff @(posedge clk) begin
