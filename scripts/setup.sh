@@ -8,12 +8,11 @@ set -euo pipefail
 PY=${PYTHON:-python3}
 VENV=${VENV:-.venv}
 
-# Debian packages: the Fashion-MNIST files, Yosys (RTL elaboration test, make synth-estimate), ccache and sudo
+# Debian packages: the Fashion-MNIST files, Yosys (RTL elaboration test, make synth-estimate) and sudo
 # (visudo checks the board's sudoers drop-in, tests/test_host.py)
 apt_pkgs=()
 [ -d /usr/share/datasets/fashion-mnist ] || apt_pkgs+=(dataset-fashion-mnist)
 command -v yosys >/dev/null 2>&1 || apt_pkgs+=(yosys)
-command -v ccache >/dev/null 2>&1 || apt_pkgs+=(ccache)   # the tests compile Verilator models through it
 command -v visudo >/dev/null 2>&1 || [ -x /usr/sbin/visudo ] || apt_pkgs+=(sudo)
 if [ ${#apt_pkgs[@]} -gt 0 ]; then
   if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then

@@ -30,6 +30,7 @@ when a source, a header or ``net_params.h`` is newer than the output.
 from __future__ import annotations
 
 import ctypes
+import hashlib
 import importlib.util
 import json
 import os
@@ -52,6 +53,10 @@ from zynqflow.spec.procs import build_line, write_log
 HLS_DIR = REPO / "hls"
 HEADERS = tuple(sorted(p.relative_to(HLS_DIR).as_posix() for p in [*HLS_DIR.glob("*.h"), *HLS_DIR.glob("csim/*.h")]))
 CSIM_SOURCES = ("csim/zq_csim.cpp",)   # the C-simulation scheduler, linked into every C-sim build
+# Sources that include nothing of the export (only hls/csim/): compiled once for each set of flags
+# into build/sim/csim-common/ and linked into every build that has those flags
+SHARED_SOURCES = frozenset(CSIM_SOURCES)
+SHARED_OBJ_DIR = REPO / "build" / "sim" / "csim-common"
 MODES = ("threads", "lockstep", "sequential")   # hls/csim/zq_csim.h Mode, in order
 HAZARDS = ("none", "late_stores", "late_reads")  # hls/csim/zq_csim.h Hazard, in order
 CXXFLAGS = ["-O2", "-std=c++14", "-fPIC", "-Wall", "-pthread",
@@ -164,11 +169,20 @@ def _compile_locked(sources: list[str], export_dir: Path, out: Path, flavor: str
     objs = []
     for src in sources:
         s = HLS_DIR / src
-        o = obj_dir / (Path(src).stem + ".o")
+        if src in SHARED_SOURCES:   # named by its command and the text it reads: never stale
+            cmd = [cxx, *CXXFLAGS, *defines, *inc[1:]]
+            key = hashlib.sha1(json.dumps(cmd).encode())
+            for f in [s, *sorted((HLS_DIR / "csim").glob("*.h"))]:
+                key.update(f.read_bytes())
+            o = SHARED_OBJ_DIR / f"{Path(src).stem}-{key.hexdigest()[:16]}.o"
+            SHARED_OBJ_DIR.mkdir(parents=True, exist_ok=True)
+        else:
+            cmd = [cxx, *CXXFLAGS, *defines, *inc]
+            o = obj_dir / (Path(src).stem + ".o")
         objs.append(o)
-        if _newer(o, [s] + deps):
+        if _newer(o, [s] + deps) if src not in SHARED_SOURCES else not o.is_file():
             tmp = o.with_name(f".{o.name}.{os.getpid()}.tmp")
-            jobs.append(([cxx, *CXXFLAGS, *defines, *inc, "-c", str(s), "-o", str(tmp)], tmp, o))
+            jobs.append(([*cmd, "-c", str(s), "-o", str(tmp)], tmp, o))
 
     entries: list = []   # (command, output): the build log, one line on the console
     log = obj_dir / "build.log"

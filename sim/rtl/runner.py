@@ -28,6 +28,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import time
@@ -108,6 +109,54 @@ def _make_overrides() -> None:
     add = [f"{k}={v}" for k, v in MAKE_OVERRIDES.items() if f"{k}=" not in flags]
     if add:
         os.environ["MAKEFLAGS"] = " ".join([flags] + add).strip()
+    os.environ.update(pch_env(os.environ))
+
+
+# ---- the precompiled runtime headers of every Verilator build (vl_cxx.sh) ----------------------------
+VL_CXX = Path(__file__).resolve().with_name("vl_cxx.sh")
+PCH_HEADERS = ("verilated.h", "verilated_dpi.h", "verilated_vpi.h")
+PCH_ENV = "ZQ_PCH"   # ZQ_PCH=0: builds without the shared precompiled header
+
+
+def verilator_include(env: dict[str, str]) -> Path | None:
+    """Verilator's include folder (that of $VERILATOR_ROOT, else of the verilator on PATH)."""
+    root = env.get("VERILATOR_ROOT")
+    if not root:
+        exe = shutil.which("verilator", path=env.get("PATH"))
+        if exe is None:
+            return None
+        p = subprocess.run([exe, "--getenv", "VERILATOR_ROOT"], capture_output=True, text=True, env=env)
+        root = p.stdout.strip()
+    inc = Path(root) / "include"
+    return inc if (inc / PCH_HEADERS[0]).is_file() else None
+
+
+def pch_env(env: dict[str, str]) -> dict[str, str]:
+    """OBJCACHE for a Verilator build: :data:`VL_CXX`, which gives every compile one precompiled
+    header of :data:`PCH_HEADERS`, shared by all builds (``build/sim/_pch/<key>/``, the key being these
+    headers' names, sizes and dates: another Verilator gets its own). The launcher set before (ccache)
+    runs the compiler.
+    Empty (the build as it was) with ``ZQ_PCH=0`` or without Verilator's headers."""
+    if VL_CXX.name in env.get("OBJCACHE", ""):
+        return {}
+    inc = verilator_include(env)
+    if env.get(PCH_ENV, "1") == "0" or inc is None:
+        return {}
+    text = "".join(f'#include "{h}"\n' for h in PCH_HEADERS)
+    h = hashlib.sha1(text.encode())
+    for f in sorted([*inc.glob("*.h"), *inc.glob("vltstd/*.h")]):   # this Verilator's headers, as installed
+        st = f.stat()
+        h.update(f"{f} {st.st_size} {st.st_mtime_ns}\n".encode())
+    d = SIM_ROOT / "_pch" / h.hexdigest()[:12]
+    header = d / "zq_vl_pch.h"
+    if not header.is_file():
+        d.mkdir(parents=True, exist_ok=True)
+        tmp = d / f".zq_vl_pch.h.{os.getpid()}"
+        tmp.write_text("// Verilator's runtime headers, precompiled once per set of compiler flags by "
+                       "sim/rtl/vl_cxx.sh\n" + text)
+        os.replace(tmp, header)
+    return {"OBJCACHE": f"bash {shlex.quote(str(VL_CXX))}", "ZQ_PCH_DIR": str(d),
+            "ZQ_PCH_LAUNCHER": env.get("OBJCACHE", "")}
 
 
 def _have_lz4() -> bool:
