@@ -8,13 +8,14 @@ load, so it is the figure to compare when the machine is shared; works with ``-n
 
 from __future__ import annotations
 
+import json
 import os
 import resource
-import shutil
+import tempfile
+from pathlib import Path
 
 import pytest
 
-from zynqflow.spec.paths import BUILD
 
 _CPU_START = pytest.StashKey[float]()
 
@@ -24,13 +25,9 @@ def pytest_addoption(parser):
                           "0 lists all")
 
 
-def pytest_configure(config):
-    # Verilator's makefiles compile through $OBJCACHE: with ccache, what several builds share (the
-    # runtime of the fast harness builds, identical designs) is compiled once. The cache lives in
-    # build/ccache (cleared with build/), unless OBJCACHE or CCACHE_DIR say otherwise.
-    if "OBJCACHE" not in os.environ and shutil.which("ccache"):
-        os.environ["OBJCACHE"] = "ccache"
-        os.environ.setdefault("CCACHE_DIR", str(BUILD / "ccache"))
+# (No compiler cache: the Verilator builds share their runtime objects and a precompiled header of
+# Verilator's headers themselves (sim/rtl/runner.py, sim/harness/rtl_fast.py); on a cold build/,
+# ccache cost about a tenth of each compile and found little to reuse.)
 
 
 def _cpu_seconds() -> float:
@@ -81,20 +78,48 @@ def pytest_terminal_summary(terminalreporter, config):
 # order of their cold cost (CPU seconds, from --cpu-durations on a cold build/), the most expensive first,
 # so that no long group starts last; a group not listed costs 0 and starts after the listed ones.
 GROUP_COST: dict[str, float] = {
-    "rtl-ddr64": 180, "tests/test_dse.py": 145, "tests/test_hls_csim.py": 110, "tests/test_rtl_fast.py": 110,
-    "tests/test_harness_memory.py": 90, "tests/test_qonnx_import.py": 75, "rtl-ddr64-faults": 70,
-    "tests/test_reference.py": 60, "tests/test_rtl_memory.py": 60, "rtl-tiny": 60, "tests/test_host_board.py": 55,
-    "rtl-mini": 50, "tests/test_host_rtl.py": 50, "tests/test_cycles_hls.py": 45, "fast-zynqnet": 45,
-    "rtl-reference": 45, "rtl-wide": 35, "tests/test_hls4ml_compare.py": 33, "rtl-rgb": 30,
-    "tests/test_folders.py": 30, "tests/test_train_ddp.py": 25, "tests/test_train.py": 25,
-    "tests/test_rtl_zq_top.py": 20, "tests/test_layers.py": 15, "tests/test_notebook.py": 12,
-    "zq_mac_array": 13, "zq_stem": 12, "zq_wdma": 10, "tests/test_host_bringup.py": 10, "tests/test_packaging.py": 10,
+    "tests/test_hls_hazard.py": 154, "tests/test_rtl_fast.py": 124, "tests/test_dse.py": 121,
+    "tests/test_hls_csim.py": 111, "rtl-ddr64": 85, "tests/test_timing.py": 83,
+    "tests/test_harness_memory.py": 70, "tests/test_rtl_memory.py": 57, "rtl-ddr64-faults": 48,
+    "tests/test_cycles_hls.py": 48, "tests/test_qonnx_import.py": 47, "tests/test_host_board.py": 45,
+    "tests/test_host_rtl.py": 34, "tests/test_reference.py": 31, "tests/test_hls4ml_compare.py": 29,
+    "tests/test_hangs.py": 29, "fast-zynqnet": 28, "rtl-reference": 26, "tests/test_folders.py": 24,
+    "rtl-mini": 15, "tests/test_board_scripts.py": 13, "rtl-tiny": 13, "tests/test_notebook.py": 13,
+    "tests/test_packaging.py": 12, "tests/test_host_bringup.py": 12, "tests/test_make_export.py": 12,
+    "tests/test_layers.py": 12, "tests/test_runner.py": 11, "rtl-rgb": 10, "zq_stem": 9, "rtl-wide": 8,
+    "zq_mac_array": 8, "tests/test_train_ddp.py": 8, "zq_fill_paths": 7, "zq_wdma": 6, "zq_lut_mul": 6,
+    "tests/test_rtl_zq_top.py": 6, "zq_loop_gen": 6, "zq_out_dma": 5, "zq_axi_wr": 5,
+    "tests/test_host_hls.py": 5, "tests/test_vl_cxx.py": 15, "zq_requant": 4, "zq_out_paths": 4,
+    "zq_fill_dma": 4, "zq_gap": 4,
 }
 
 
-def _scope(nodeid: str) -> str:
-    """The xdist work unit of a test: its xdist_group (appended to the node id by xdist), else its file."""
-    return nodeid.rsplit("@", 1)[1] if "@" in nodeid else nodeid.split("::", 1)[0]
+# The groups travel from the workers to the scheduler in a file: xdist 3.8 appends a test's group to
+# its node id (``item._nodeid``), which pytest 9 no longer reads, so without this every test would
+# be grouped by its file only.
+_GROUPS_ENV = "ZQ_XDIST_GROUPS"
+
+
+def _group(item) -> str:
+    """The xdist work unit of a test: its xdist_group, else its file."""
+    m = item.get_closest_marker("xdist_group")
+    if m is not None:
+        return str(m.args[0] if m.args else m.kwargs.get("name", "default"))
+    return item.nodeid.split("::", 1)[0]
+
+
+def pytest_configure(config):
+    if config.getoption("dist", "no") == "loadgroup" and not hasattr(config, "workerinput"):   # the xdist controller
+        fd, path = tempfile.mkstemp(prefix="zq-xdist-groups-", suffix=".json")
+        os.close(fd)
+        os.environ[_GROUPS_ENV] = config._zq_groups = path   # the workers it starts inherit it
+
+
+def pytest_unconfigure(config):
+    path = getattr(config, "_zq_groups", None)
+    if path:
+        os.environ.pop(_GROUPS_ENV, None)
+        Path(path).unlink(missing_ok=True)
 
 
 @pytest.hookimpl(tryfirst=True, optionalhook=True)   # (an xdist hook: optional, pytest runs without xdist)
@@ -103,15 +128,25 @@ def pytest_xdist_make_scheduler(config, log):
         return None
     from xdist.scheduler import LoadGroupScheduling
 
+    groups: dict[str, str] = {}
+
     class CostOrderedGroups(LoadGroupScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            return _scope(nodeid)
+            if not groups:   # called once the workers have collected (and written the file)
+                text = Path(config._zq_groups).read_text()
+                groups.update(json.loads(text) if text else {"": ""})
+            return groups.get(nodeid) or nodeid.split("::", 1)[0]
 
     config.option.loadscopereorder = False     # the order of the collection (by cost, below) instead
     return CostOrderedGroups(config, log)
 
 
-@pytest.hookimpl(trylast=True)   # after xdist has put the groups into the node ids
+@pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config, items):
     if getattr(config.option, "loadgroup", False):    # an xdist worker of --dist loadgroup
-        items.sort(key=lambda item: -GROUP_COST.get(_scope(item.nodeid), 0.0))
+        items.sort(key=lambda item: -GROUP_COST.get(_group(item), 0.0))
+        path = os.environ.get(_GROUPS_ENV)
+        if path:   # every worker writes the same map, each whole
+            tmp = f"{path}.{os.getpid()}"
+            Path(tmp).write_text(json.dumps({item.nodeid: _group(item) for item in items}))
+            os.replace(tmp, path)
