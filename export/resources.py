@@ -32,6 +32,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from zynqflow.spec import engine as E
+
 MODEL = "resource model (export/resources.py): DSP = lane pairs on DSP48E1, BRAM from the plan's RAMs, " \
         "LUT/FF linear fit to Yosys synth_xilinx runs (+ LUT lanes, second activation path)"
 
@@ -194,7 +196,7 @@ PATH2 = dict(lut=1247.0, ff=1007.0)
 # The full ZynqNet's engine (N_PE 32) before and after: 37 511 and 36 303 LUT (684 of the difference the
 # FIFO's LUT RAM, the rest its pointers and read path), 47 514 and 54 674 FF. The fit takes the older
 # points as measured less that logic and plus those flip-flops, per PE.
-BIAS_STAGES = 7
+BIAS_STAGES = E.RTL_PIPE_MAC - 1   # bq1..bq7 of rtl/zq_mac_array.sv: its stages before the accumulators
 BIAS_FIFO_LOGIC = dict(lut=(37511 - 36303 - 684) / 32)
 # lut = a0 + a1 * lanes + a2 * n_pe + a3 * n_ci (+ the LUT RAM of the small RAMs, + LUT lanes, + path 2); ff likewise
 LUT_COEF = (4405.05, 40.19, 123.06, 0.0)

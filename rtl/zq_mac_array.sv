@@ -71,6 +71,11 @@ module zq_mac_array #(
     if (DSP_PAIRS < 0 || DSP_PAIRS > HALF * N_CI) begin : g_param_check2
         $error("zq_mac_array: DSP_PAIRS=%0d of %0d lane pairs", DSP_PAIRS, HALF * N_CI);
     end
+    // the control pipeline below (v, f, bs: 8 stages) and the bias registers bq1..bq7 are written
+    // for the spec's MAC depth; export/resources.py counts those registers from it
+    if (`ZQ_RTL_PIPE_MAC != 8) begin : g_param_check3
+        $error("zq_mac_array: written for 8 pipeline stages, the spec has ZQ_RTL_PIPE_MAC=%0d", `ZQ_RTL_PIPE_MAC);
+    end
 
     // ---- control pipeline ------------------------------------------------------
     logic [8:1] v, f, bs;
@@ -209,7 +214,6 @@ module zq_mac_array #(
         if (rst) out_valid <= 1'b0;
         else     out_valid <= v[7] && !bs[7];
     end
-
 
 endmodule
 

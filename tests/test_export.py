@@ -84,13 +84,13 @@ def test_conv_acc_exact_on_both_sides_of_the_float32_bound():
         w = np.full((4, 1, 1, cin), 127, np.int64)
         w[1:] *= rng.choice([-1, 1], size=(3, 1, 1, cin))
         x[1] = rng.integers(0, 256, size=(3, 3, cin))
-        layer = replace(plan_free_layer(cin), w=w, b=np.arange(4, dtype=np.int64))
+        layer = replace(_conv_layer(cin), w=w, b=np.arange(4, dtype=np.int64))
         want = np.einsum("nhwc,oc->nhwo", x, w[:, 0, 0, :]) + layer.b
         assert np.array_equal(conv_acc(x, layer), want), cin
         assert (cin * 255 * 127 < 1 << 24) == (cin == 514) and want[0, 0, 0, 0] % 2 == (cin % 2)
 
 
-def plan_free_layer(cin: int):
+def _conv_layer(cin: int):
     """A 1x1, stride 1, 4-output QLayer of a zynqnet-tiny layer's formats, for conv_acc alone."""
     net, _ = calibrated("zynqnet-tiny")
     return replace(qnet_from_model(net).layers[1], cin=cin, cout=4, k=1, stride=1)
