@@ -129,12 +129,15 @@ def pytest_xdist_make_scheduler(config, log):
     from xdist.scheduler import LoadGroupScheduling
 
     groups: dict[str, str] = {}
+    loaded = False
 
     class CostOrderedGroups(LoadGroupScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            if not groups:   # called once the workers have collected (and written the file)
+            nonlocal loaded
+            if not loaded:   # called once the workers have collected (and written the file)
                 text = Path(config._zq_groups).read_text()
-                groups.update(json.loads(text) if text else {"": ""})
+                groups.update(json.loads(text) if text else {})
+                loaded = True
             return groups.get(nodeid) or nodeid.split("::", 1)[0]
 
     config.option.loadscopereorder = False     # the order of the collection (by cost, below) instead

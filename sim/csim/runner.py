@@ -176,11 +176,13 @@ def _compile_locked(sources: list[str], export_dir: Path, out: Path, flavor: str
                 key.update(f.read_bytes())
             o = SHARED_OBJ_DIR / f"{Path(src).stem}-{key.hexdigest()[:16]}.o"
             SHARED_OBJ_DIR.mkdir(parents=True, exist_ok=True)
+            stale = not o.is_file()
         else:
             cmd = [cxx, *CXXFLAGS, *defines, *inc]
             o = obj_dir / (Path(src).stem + ".o")
+            stale = _newer(o, [s] + deps)
         objs.append(o)
-        if _newer(o, [s] + deps) if src not in SHARED_SOURCES else not o.is_file():
+        if stale:
             tmp = o.with_name(f".{o.name}.{os.getpid()}.tmp")
             jobs.append(([*cmd, "-c", str(s), "-o", str(tmp)], tmp, o))
 

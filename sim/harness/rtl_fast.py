@@ -63,7 +63,8 @@ from zynqflow.spec.paths import REPO
 from zynqflow.spec import engine as E
 from zynqflow.spec.procs import build_line, drain, pool_context
 
-from zynqflow.sim.rtl.runner import RTL_DIR, RTL_SOURCES, VERILATOR_ARGS, net_name, pch_env
+from zynqflow.sim.rtl.runner import (RTL_DIR, RTL_SOURCES, VERILATOR_ARGS, net_name, pch_env, save_runtime,
+                                     seed_runtime)
 
 HARNESS_DIR = Path(__file__).resolve().parent
 HARNESS_FILES = ("harness.cpp", "axi_mem.h", "lfsr.h", "probe.vlt")
@@ -341,9 +342,11 @@ class FastBuild:
                *([str(HARNESS_DIR / PROBE_VLT)] if self.probe else []),
                *[str(s) for s in self.sources], str(HARNESS_DIR / "harness.cpp")]
         built = d / "obj" / LIB_NAME
-        self._seed_runtime(d / "obj")
+        if self.runtime_dir is not None:
+            seed_runtime(self.runtime_dir, d / "obj", FAST_RUNTIME_OBJS)
         log = self._run_step(cmd, d, "")
-        self._save_runtime(d / "obj")
+        if self.runtime_dir is not None:
+            save_runtime(d / "obj", self.runtime_dir, FAST_RUNTIME_OBJS)
         if pgo:   # train the instrumented model, then compile again with its profile (same objects' paths)
             log += self._pgo_train(built)
             for f in (d / "obj").iterdir():
@@ -363,33 +366,6 @@ class FastBuild:
                                               net=self.net, maxi=self.maxi, top=self.top, key=self.key,
                                               opt=self.opt, native=bool(self.native),
                                               sources=[str(s) for s in self.sources]), indent=1))
-
-    def _seed_runtime(self, obj: Path) -> None:
-        """Copy the runtime objects of an earlier build with these flags into ``obj``, dated in the
-        future: verilated.mk makes them depend on the makefile Verilator is about to write."""
-        if self.runtime_dir is None or not all((self.runtime_dir / f"{n}.o").is_file() for n in FAST_RUNTIME_OBJS):
-            return
-        obj.mkdir(parents=True, exist_ok=True)
-        later = time.time() + 3600
-        for n in FAST_RUNTIME_OBJS:
-            for ext in (".o", ".d"):
-                if (self.runtime_dir / (n + ext)).is_file():
-                    shutil.copy2(self.runtime_dir / (n + ext), obj / (n + ext))
-                    os.utime(obj / (n + ext), (later, later))
-
-    def _save_runtime(self, obj: Path) -> None:
-        """Keep this build's runtime objects for later builds with the same flags (complete or not at all)."""
-        if self.runtime_dir is None or (self.runtime_dir / f"{FAST_RUNTIME_OBJS[-1]}.o").is_file():
-            return
-        if not all((obj / f"{n}.o").is_file() for n in FAST_RUNTIME_OBJS):
-            return
-        self.runtime_dir.mkdir(parents=True, exist_ok=True)
-        for n in FAST_RUNTIME_OBJS:   # the last one written last: its presence says all are there
-            for ext in (".d", ".o"):
-                if (obj / (n + ext)).is_file():
-                    tmp = self.runtime_dir / f".{n}{ext}.{os.getpid()}"
-                    shutil.copy2(obj / (n + ext), tmp)
-                    os.replace(tmp, self.runtime_dir / (n + ext))
 
     def _run_step(self, cmd: list[str], d: Path, log: str) -> str:
         """One build command (its output appended to build.log); BuildError naming the failing lines."""

@@ -118,6 +118,37 @@ PCH_HEADERS = ("verilated.h", "verilated_dpi.h", "verilated_vpi.h")
 PCH_ENV = "ZQ_PCH"   # ZQ_PCH=0: builds without the shared precompiled header
 
 
+def seed_runtime(cache: Path, obj: Path, names) -> None:
+    """Copy the design-independent Verilator runtime objects ``names`` (``.o``, ``.d``) of an earlier
+    build with the same flags from ``cache`` into the build directory ``obj``, dated a day ahead:
+    verilated.mk makes them depend on the makefile Verilator is about to write. Nothing is copied
+    unless every object is there."""
+    if not all((cache / f"{n}.o").is_file() for n in names):
+        return
+    obj.mkdir(parents=True, exist_ok=True)
+    later = time.time() + 86400
+    for n in names:
+        for ext in (".o", ".d"):
+            if (cache / (n + ext)).is_file():
+                shutil.copy2(cache / (n + ext), obj / (n + ext))
+                os.utime(obj / (n + ext), (later, later))
+
+
+def save_runtime(obj: Path, cache: Path, names) -> None:
+    """Keep a build's runtime objects ``names`` for later builds with the same flags: each file is
+    written whole and the last object last, so a build beside this one sees them all or too few
+    to use (:func:`seed_runtime`)."""
+    if all((cache / f"{n}.o").is_file() for n in names) or not all((obj / f"{n}.o").is_file() for n in names):
+        return
+    cache.mkdir(parents=True, exist_ok=True)
+    for n in names:
+        for ext in (".d", ".o"):
+            if (obj / (n + ext)).is_file():
+                tmp = cache / f".{n}{ext}.{os.getpid()}"
+                shutil.copy2(obj / (n + ext), tmp)
+                os.replace(tmp, cache / (n + ext))
+
+
 def verilator_include(env: dict[str, str]) -> Path | None:
     """Verilator's include folder (that of $VERILATOR_ROOT, else of the verilator on PATH)."""
     root = env.get("VERILATOR_ROOT")
@@ -233,29 +264,10 @@ class SimBuild:
         self.build_dir = SIM_ROOT / f"{self.prefix}{key}"
 
     def _seed_runtime(self) -> None:
-        """Copy the design-independent Verilator runtime objects, compiled once, into the build
-        directory (dated ahead, so make does not rebuild them)."""
-        rt_cache = self._runtime_cache()
-        future = time.time() + 86400
-        for name in RUNTIME_OBJS:
-            for ext in (".o", ".d"):
-                f = rt_cache / (name + ext)
-                if f.exists():
-                    shutil.copy2(f, self.build_dir / f.name)
-                    os.utime(self.build_dir / f.name, (future, future))
+        seed_runtime(self._runtime_cache(), self.build_dir, RUNTIME_OBJS)
 
     def _save_runtime(self) -> None:
-        """Keep the runtime objects of the first build for the next ones (each file written whole:
-        a build beside this one sees it complete or not at all)."""
-        rt_cache = self._runtime_cache()
-        if not all((rt_cache / f"{n}.o").exists() for n in RUNTIME_OBJS):
-            rt_cache.mkdir(parents=True, exist_ok=True)
-            for name in RUNTIME_OBJS:
-                for ext in (".d", ".o"):
-                    if (self.build_dir / (name + ext)).exists():
-                        tmp = rt_cache / f".{name}{ext}.{os.getpid()}"
-                        shutil.copy2(self.build_dir / (name + ext), tmp)
-                        os.replace(tmp, rt_cache / (name + ext))
+        save_runtime(self.build_dir, self._runtime_cache(), RUNTIME_OBJS)
 
     def _runtime_cache(self) -> Path:
         import cocotb

@@ -88,6 +88,35 @@ def signal_reader(h, default: int = 0):
     return lambda: int(raw.get_signal_val_binstr(), 2)
 
 
+try:   # cocotb's write path below the `handle.value = v` setter (cocotb 2.x)
+    from cocotb.handle import _GPISetAction, _schedule_write
+except ImportError:   # another cocotb: the public setter
+    _schedule_write = None
+
+
+def signal_writer(h):
+    """A function writing an unsigned int to the signal as ``h.value = v`` does (a deposit, applied
+    with the other writes of this time step), without the setter's per-write type dispatch and
+    range checks: the integer (32 bits or less) or binary-string call of the simulator, queued by
+    cocotb's own scheduler. A no-op for a missing signal."""
+    if h is None:
+        return lambda v: None
+    if _schedule_write is None:
+        def write(v):
+            h.value = v
+        return write
+    raw, deposit = h._handle, _GPISetAction.DEPOSIT
+    try:
+        width = len(h)
+    except TypeError:
+        width = 1
+    if width <= 32:
+        set_int = raw.set_signal_val_int
+        return lambda v: _schedule_write(h, set_int, deposit, v)
+    set_bin, fmt = raw.set_signal_val_binstr, f"0{width}b"
+    return lambda v: _schedule_write(h, set_bin, deposit, format(v, fmt))
+
+
 class _Bucket:
     """A token bucket: starts full, holds at most ``depth``, gains ``rate`` at the end of each cycle.
     ``free``: no limit (no rate, or a rate that refills a beat every cycle of a one-beat-a-cycle
@@ -160,6 +189,12 @@ class DdrPort:
         self.r_wvalid, self.r_wdata, self.r_wlast = r(self.wvalid), r(self.wdata), r(self.wlast)
         self.r_wstrb = r(self.wstrb, (1 << nb) - 1)
         self.r_bready = r(self.bready)
+        w = signal_writer
+        self.w_arready, self.w_rvalid, self.w_rdata, self.w_rlast = (w(self.arready), w(self.rvalid), w(self.rdata),
+                                                                     w(self.rlast))
+        self.w_rresp, self.w_rid = w(self.rresp), w(self.rid)
+        self.w_awready, self.w_wready, self.w_bvalid = w(self.awready), w(self.wready), w(self.bvalid)
+        self.w_bresp, self.w_bid = w(self.bresp), w(self.bid)
         self.rd_bucket = _Bucket(m.port_bytes_per_cycle, m.shared_bucket_bytes, nb)
         self.wr_bucket = _Bucket(m.port_bytes_per_cycle, m.shared_bucket_bytes, nb)
         self.read = PortStats()
@@ -179,8 +214,9 @@ class DdrPort:
         self.bq: collections.deque[_Burst] = collections.deque()   # last W beat .. B handshake
         self.r_shown = self.b_shown = False
         self._clear_writes()
-        # the slave's outputs (written only when they change)
+        # the slave's outputs (written only when they change; None: not written yet)
         self.o_ar = self.o_rv = self.o_aw = self.o_w = self.o_bv = 0
+        self.o_rlast = self.o_rresp = self.o_rid = self.o_bresp = self.o_bid = None
         for h in (self.arready, self.rvalid, self.awready, self.wready, self.bvalid):
             if h is not None:
                 h.value = 0
@@ -420,7 +456,7 @@ class DdrPort:
         if self.has_read:
             v = int(not stalled and len(self.rq) < 2 * m.max_reads and not (steer and self._held("ar", cycle)))
             if v != self.o_ar:
-                self.arready.value = v
+                self.w_arready(v)
                 self.o_ar = v
             if not self.r_shown and self.rq:
                 b = self.rq[0]
@@ -430,44 +466,51 @@ class DdrPort:
                     a = (b.addr & ~(nb - 1)) + nb * b.beat
                     resp = self._resp(a, self.read.fail)
                     self.r_resp = resp
-                    self.rdata.value = int.from_bytes(d.mem.read(a, nb), "little") if resp == OKAY else 0
-                    self.rlast.value = int(b.beat == b.beats - 1)
-                    if self.rresp is not None:
-                        self.rresp.value = resp
-                    if self.rid is not None:
-                        self.rid.value = b.id
+                    self.w_rdata(int.from_bytes(d.mem.read(a, nb), "little") if resp == OKAY else 0)
+                    v = int(b.beat == b.beats - 1)
+                    if v != self.o_rlast:
+                        self.w_rlast(v)
+                        self.o_rlast = v
+                    if resp != self.o_rresp:
+                        self.w_rresp(resp)
+                        self.o_rresp = resp
+                    if b.id != self.o_rid:
+                        self.w_rid(b.id)
+                        self.o_rid = b.id
                     self.r_shown = True
             elif steer and not self.r_shown:
                 self._held("r", cycle)                  # (the gap sequence advances every cycle)
             v = int(self.r_shown)
             if v != self.o_rv:
-                self.rvalid.value = v
+                self.w_rvalid(v)
                 self.o_rv = v
         if not self.has_write:
             return
         v = int(not stalled and self.writes_outstanding < 2 * m.max_writes and not (m.aw_waits_for_w and not self.wq)
                 and not (steer and self._held("aw", cycle)))
         if v != self.o_aw:
-            self.awready.value = v
+            self.w_awready(v)
             self.o_aw = v
         v = int(not stalled and not refresh and shared_ok and self.wr_bucket.ok() and len(self.wq) < W_FIFO_BEATS
                 and not (steer and self._held("w", cycle)))
         if v != self.o_w:
-            self.wready.value = v
+            self.w_wready(v)
             self.o_w = v
         if not self.b_shown and self.bq:
             b = self.bq[0]
             if b.ready_at <= cycle and not stalled and not (steer and self._held("b", cycle)):
-                if self.bresp is not None:
-                    self.bresp.value = b.resp
-                if self.bid is not None:
-                    self.bid.value = b.id
+                if b.resp != self.o_bresp:
+                    self.w_bresp(b.resp)
+                    self.o_bresp = b.resp
+                if b.id != self.o_bid:
+                    self.w_bid(b.id)
+                    self.o_bid = b.id
                 self.b_shown = True
         elif steer and not self.b_shown:
             self._held("b", cycle)
         v = int(self.b_shown)
         if v != self.o_bv:
-            self.bvalid.value = v
+            self.w_bvalid(v)
             self.o_bv = v
 
     def quiet(self) -> bool:
