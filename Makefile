@@ -41,13 +41,14 @@ TRAIN_ARGS ?=
 FRAMES  ?= 256
 DATA_ARG := $(if $(DATA_DIR),--data-dir $(DATA_DIR),)
 
-.PHONY: help setup demo test test-fast train export csim report bench hls rtl-sim rtl-bench synth-estimate \
+.PHONY: help setup demo test test-slow test-fast train export csim report bench hls rtl-sim rtl-bench synth-estimate \
         bitstream check-board-scripts deploy clean notebook
 
 help:
 	@echo "make demo            short training, fixed-point evaluation, report, export, C-sim, RTL twin,"
 	@echo "                     host driver on the RTL, one full 256x256 ZynqNet frame (RTL-simulated fps)"
-	@echo "make test            the test suite (pytest)"
+	@echo "make test            the test suite (pytest), but for the tests marked slow"
+	@echo "make test-slow       the tests marked slow (checks make bench also makes); .ci/run runs both"
 	@echo "make train NET=.. DATA=..   train (QAT) -> build/<net>/<dataset>/checkpoint.pt, metrics.json"
 	@echo "                     DATA=<folder>: your images (train/<class>/ + test/<class>/, or <class>/ with"
 	@echo "                     TRAIN_ARGS=--split 0.1), decoded once into build/data/ (docs/datasets-and-import.md)"
@@ -89,13 +90,22 @@ $(STAMP): pyproject.toml setup.cfg scripts/setup.sh
 	@touch $@
 
 # TEST_JOBS: test processes (pytest-xdist, -n; tests that share a build run in one process, see
-# tests/conftest.py); TEST_JOBS=1, or xdist not installed: one process. TEST_ARGS: more pytest arguments.
+# tests/conftest.py); TEST_JOBS=1, or xdist not installed: one process. TEST_ARGS: more pytest arguments
+# (after the marker: TEST_ARGS="-m ''" runs every test).
+# make test: every test but those marked slow (checks make bench also makes); make test-slow: those.
+# .ci/run runs both.
 TEST_JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 TEST_ARGS ?=
-test: $(STAMP)
+define run_tests
 	@if [ "$(TEST_JOBS)" != 1 ] && $(PY) -c "import xdist" 2>/dev/null; then \
-	  x="-n $(TEST_JOBS) --dist loadgroup"; else x=""; echo "make test: one process (TEST_JOBS=1 or no pytest-xdist)"; fi; \
-	  echo "$(PY) -m pytest -q $$x $(TEST_ARGS)"; $(PY) -m pytest -q $$x $(TEST_ARGS)
+	  x="-n $(TEST_JOBS) --dist loadgroup"; else x=""; echo "make $@: one process (TEST_JOBS=1 or no pytest-xdist)"; fi; \
+	  echo "$(PY) -m pytest -q $$x -m \"$(1)\" $(TEST_ARGS)"; $(PY) -m pytest -q $$x -m "$(1)" $(TEST_ARGS)
+endef
+test: $(STAMP)
+	$(call run_tests,not slow)
+
+test-slow: $(STAMP)
+	$(call run_tests,slow)
 
 test-fast: $(STAMP)
 	$(PY) -m pytest -q -x -m "not slow"
