@@ -34,6 +34,9 @@ ECHO_REGS = {k: E.offsets("rtl")[k] for k in ("AP_CTRL", "wts", "act", "status",
 ECHO_CTRL = {k: E.ap_ctrl_mask(k) for k in ("ap_start", "auto_restart")}
 ECHO_READ = ("status", "cycles_last", "frames_done")
 FAULT_REG = "layer_sel"     # the echo DUT's test-only FAULT register
+# the runs here are short (a few frames): the cheapest build to compile, the level rf.run_opt picks
+# under QUICK_MAX_CYCLES (and the one tests/test_rtl_fast.py's reference model and echo use)
+OPT = "quick"
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +50,7 @@ def mini():
 @pytest.fixture(scope="module")
 def echo(mini):
     b = rf.FastBuild(mini, sources=[rf.HARNESS_DIR / "zq_maxi_echo.sv"], top="zq_maxi_echo", maxi=True,
-                     rom_files=[], tag="maxi-echo")
+                     rom_files=[], tag="maxi-echo", opt=OPT)
     return b.build()
 
 
@@ -141,7 +144,7 @@ def z64():
 
 def run_preset(ex, preset: str, seed: int, frames: np.ndarray, **over):
     mem = rf.memory_model(preset, seed=seed, **over)
-    spec = rf.SimSpec.for_export(rf.FastBuild(ex).build(), ex, memory=mem)
+    spec = rf.SimSpec.for_export(rf.FastBuild(ex, opt=OPT).build(), ex, memory=mem)
     res = rf.run_sharded(spec, frames, workers=1, chunk=len(frames), seed=seed,
                          frame_budget=rf.cycle_budget(ex, memory=mem))
     res.check()                                         # status 0, cycles_last as counted
@@ -189,7 +192,7 @@ def test_hang_names_layer_and_cycle():
     (the one the cycle model puts at that cycle) and the cycle."""
     ex = z64()
     frames = np.random.default_rng(11).integers(0, 256, (1, 64, 64, 3), dtype=np.uint8)
-    spec = rf.SimSpec.for_export(rf.FastBuild(ex).build(), ex, memory="pynq-z2")
+    spec = rf.SimSpec.for_export(rf.FastBuild(ex, opt=OPT).build(), ex, memory="pynq-z2")
     pred = predict(load_plan(ex), memory="pynq-z2")["layers"]
     k = max(range(len(pred)), key=lambda i: pred[i]["cycles"])       # the longest layer, in its middle
     budget = pred[k]["start_cycle"] + pred[k]["cycles"] // 2
@@ -232,7 +235,7 @@ def test_reset_with_reads_in_flight():
     ex = z64()
     frames = np.random.default_rng(12).integers(0, 256, (3, 64, 64, 3), dtype=np.uint8)
     pred = predict(load_plan(ex), memory="pynq-z2")["layers"]
-    s = rf.FastSim.for_export(rf.FastBuild(ex).build(), ex)
+    s = rf.FastSim.for_export(rf.FastBuild(ex, opt=OPT).build(), ex)
     s.attach_memory((ex / "weights.bin").read_bytes(), "pynq-z2")
     assert rf.memory_model("pynq-z2").keep_reads_on_reset
     s.start()
@@ -260,7 +263,7 @@ def fast_path_run(ex, memory, frames: np.ndarray, fast: bool) -> dict:
     """``frames`` through one simulator behind ``memory`` with the quiet fast path on or off: what
     the run measured (logits, cycles, registers, per-layer counters, memory counters) and the
     quiet cycles of each port."""
-    spec = rf.SimSpec.for_export(rf.FastBuild(ex).build(), ex, memory=memory, mem_fast_path=fast)
+    spec = rf.SimSpec.for_export(rf.FastBuild(ex, opt=OPT).build(), ex, memory=memory, mem_fast_path=fast)
     s = spec.make(seed=1)
     try:
         b = s.run_frames(frames, frame_budget=rf.cycle_budget(ex, memory=memory))

@@ -33,6 +33,11 @@ pytestmark = pytest.mark.skipif(not exports.REFERENCE_CKPT.exists(),
                                 reason=f"no reference checkpoint at {exports.REFERENCE_CKPT}")
 
 
+# the level of the reference model: the one rf.run_opt (and so rf.run_export) picks for the short runs
+# of these tests, so that one build serves them all
+REF_OPT = "quick"
+
+
 @pytest.fixture(scope="module")
 def ref():
     """The reference export, its fast model (built or cached), and the test split."""
@@ -40,7 +45,7 @@ def ref():
 
     ex, _ = exports.checkpoint_export(exports.REFERENCE_CKPT, frames=8)
     try:
-        build = rf.FastBuild(ex)
+        build = rf.FastBuild(ex, opt=REF_OPT)
     except rf.RtlFastError as e:
         pytest.skip(str(e))
     t0 = time.perf_counter()
@@ -240,10 +245,10 @@ def test_build_error_names_the_verilator_error(ref, tmp_path):
 
 def test_cache_key(ref):
     """Same inputs, same build; the maxi flag or another source changes the key."""
-    a, b = rf.FastBuild(ref["ex"]), rf.FastBuild(ref["ex"])
+    a, b = rf.FastBuild(ref["ex"], opt=REF_OPT), rf.FastBuild(ref["ex"], opt=REF_OPT)
     assert a.key == b.key and a.lib == ref["lib"] and a.lib.is_file()
-    assert rf.FastBuild(ref["ex"], maxi=False).key != a.key
-    assert rf.FastBuild(ref["ex"], sources=a.sources[:-1] + [rf.HARNESS_DIR / "zq_maxi_echo.sv"]).key != a.key
+    assert rf.FastBuild(ref["ex"], opt=REF_OPT, maxi=False).key != a.key
+    assert rf.FastBuild(ref["ex"], opt=REF_OPT, sources=a.sources[:-1] + [rf.HARNESS_DIR / "zq_maxi_echo.sv"]).key != a.key
 
 
 def test_build_levels(ref, monkeypatch):
@@ -255,7 +260,7 @@ def test_build_levels(ref, monkeypatch):
     builds = {o: rf.FastBuild(ref["ex"], opt=o) for o in rf.OPT_LEVELS}
     assert len({b.key for b in builds.values()}) == len(rf.OPT_LEVELS)
     assert len({b.build_dir for b in builds.values()}) == len(rf.OPT_LEVELS)
-    assert rf.FastBuild(ref["ex"]).opt == rf.DEFAULT_OPT == "native" and builds["native"].key == ref["build"].key
+    assert rf.FastBuild(ref["ex"]).opt == rf.DEFAULT_OPT == "native" and builds[REF_OPT].key == ref["build"].key
     assert builds["native"].native == rf.native_target() and builds["o2"].native == ""
     assert "-march=native" in builds["pgo"].cflags("use") and "-fprofile-use" in builds["pgo"].cflags("use")
     assert "-march=native" not in builds["quick"].cflags() and "OPT_FAST=-O1" in builds["quick"].makeflags()
@@ -334,10 +339,10 @@ def echo(ref):
     """The ZQ_MAXI=1 harness on zq_maxi_echo.sv, built (when not cached) by two processes at
     once: one builds, the other waits on the lock file and takes the same library."""
     b = rf.FastBuild(ref["ex"], sources=[rf.HARNESS_DIR / "zq_maxi_echo.sv"], top="zq_maxi_echo", maxi=True,
-                     rom_files=[], tag="maxi-echo")
+                     rom_files=[], tag="maxi-echo", opt="quick")
     code = (f"from zynqflow.sim.harness import rtl_fast as rf\n"
             f"b = rf.FastBuild({str(ref['ex'])!r}, sources=[rf.HARNESS_DIR / 'zq_maxi_echo.sv'], "
-            f"top='zq_maxi_echo', maxi=True, rom_files=[], tag='maxi-echo')\n"
+            f"top='zq_maxi_echo', maxi=True, rom_files=[], tag='maxi-echo', opt='quick')\n"
             f"print(b.build())")
     procs = [subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
              for _ in range(2)]
@@ -448,7 +453,7 @@ def test_maxi_latency_and_errors(ref, echo):
 
 def test_no_maxi_build_refuses_memory_calls(ref):
     lib = rf.FastBuild(ref["ex"], sources=[rf.HARNESS_DIR / "zq_maxi_echo.sv"], top="zq_maxi_echo", maxi=False,
-                       tag="nomaxi").build()
+                       tag="nomaxi", opt="quick").build()
     s = rf.FastSim.for_export(lib, ref["ex"], regmap=ECHO_REGS, ctrl=ECHO_CTRL)
     assert not s.maxi
     with pytest.raises(rf.RtlFastError, match="without AXI4 master ports"):

@@ -1265,13 +1265,14 @@ def run_export(export_dir, frames: np.ndarray, *, workers: int | None = None, ch
                check_golden: bool = True, build: FastBuild | None = None,
                progress: Callable[[int, int], None] | None = None, memory=None,
                frame_budget: int | None = None) -> ShardResult:
-    """Build (cached) the export's fast model, run ``frames`` sharded behind ``memory`` (a preset
+    """Build (cached) the export's fast model (``build``, else at the level :func:`run_opt` picks for
+    ``len(frames)``: ``quick`` for short runs, as the command line), run ``frames`` sharded behind ``memory`` (a preset
     name or :class:`~zynqflow.spec.engine.MemoryModel`; default ``ideal``), check every frame (status 0,
     cycles_last as counted) and compare with ``expected`` logits, else with the golden model
     (``check_golden=False``: no comparison). Raises :class:`LogitMismatch` on the first difference,
     :class:`SimTimeout` (naming the layer and the cycle) when a frame takes longer than
     ``frame_budget`` cycles (default :func:`cycle_budget`)."""
-    build = build or FastBuild(export_dir)
+    build = build or FastBuild(export_dir, opt=run_opt(export_dir, len(frames)))
     lib = build.build()
     spec = SimSpec.for_export(lib, export_dir, memory=memory)
     budget = frame_budget if frame_budget is not None else cycle_budget(export_dir, backpressure, memory)
