@@ -54,7 +54,7 @@ def ex():
     from zynqflow.sim.harness import rtl_fast as rf
 
     d, _ = exports.checkpoint_export(exports.REFERENCE_CKPT, frames=8)
-    rf.FastBuild(d, opt="quick").build()   # the level of tests/test_rtl_fast.py's reference
+    rf.FastBuild(d, opt=rf.SHORT_OPT).build()   # the level of tests/test_rtl_fast.py's reference
     return d
 
 
@@ -106,7 +106,7 @@ BUSY_GOLDEN = """
     th = threading.Thread(target=golden_busy, daemon=True)
     th.start()
     first.wait()            # the thread is now in its second golden run: in threaded BLAS a quarter of the time
-    spec = rf.SimSpec.for_export(rf.FastBuild(ex, opt="quick").lib, ex)
+    spec = rf.SimSpec.for_export(rf.FastBuild(ex, opt=rf.SHORT_OPT).lib, ex)
     logits = [rf.run_sharded(spec, frames, workers=2, chunk=1).logits for _ in range(3)]
     stop.set()
     th.join(120)

@@ -36,7 +36,7 @@ ECHO_READ = ("status", "cycles_last", "frames_done")
 FAULT_REG = "layer_sel"     # the echo DUT's test-only FAULT register
 # the runs here are short (a few frames): the cheapest build to compile, the level rf.run_opt picks
 # under QUICK_MAX_CYCLES (and the one tests/test_rtl_fast.py's reference model and echo use)
-OPT = "quick"
+OPT = rf.SHORT_OPT
 
 
 @pytest.fixture(scope="module")
@@ -49,9 +49,7 @@ def mini():
 
 @pytest.fixture(scope="module")
 def echo(mini):
-    b = rf.FastBuild(mini, sources=[rf.HARNESS_DIR / "zq_maxi_echo.sv"], top="zq_maxi_echo", maxi=True,
-                     rom_files=[], tag="maxi-echo", opt=OPT)
-    return b.build()
+    return rf.echo_build(mini, opt=OPT).build()
 
 
 def echo_run(lib, ex, fault: int, memory, frames: int = 2, budget: int = 200_000):

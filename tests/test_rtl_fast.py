@@ -35,7 +35,7 @@ pytestmark = pytest.mark.skipif(not exports.REFERENCE_CKPT.exists(),
 
 # the level of the reference model: the one rf.run_opt (and so rf.run_export) picks for the short runs
 # of these tests, so that one build serves them all
-REF_OPT = "quick"
+REF_OPT = rf.SHORT_OPT
 
 
 @pytest.fixture(scope="module")
@@ -270,7 +270,7 @@ def test_build_levels(ref, monkeypatch):
     with pytest.raises(rf.RtlFastError, match="unknown optimization level 'fastest'.*quick, o2, native, pgo"):
         rf.FastBuild(ref["ex"])
     monkeypatch.delenv(rf.OPT_ENV)
-    echo = rf.FastBuild(ref["ex"], sources=[rf.HARNESS_DIR / "zq_maxi_echo.sv"], top="zq_maxi_echo", opt="pgo")
+    echo = rf.echo_build(ref["ex"], opt="pgo")
     assert echo.opt == "native"
     assert rf.run_opt(ref["ex"], 10_000) == "pgo" and rf.run_opt(ref["ex"], 6) == "quick"
     assert rf.run_opt(ref["ex"], 1000) == "native"   # 61 M cycles: between QUICK_MAX_CYCLES and PGO_MIN_CYCLES
@@ -338,12 +338,9 @@ ECHO_READ = ("status", "cycles_last", "frames_done")   # the echo DUT has no DRA
 def echo(ref):
     """The ZQ_MAXI=1 harness on zq_maxi_echo.sv, built (when not cached) by two processes at
     once: one builds, the other waits on the lock file and takes the same library."""
-    b = rf.FastBuild(ref["ex"], sources=[rf.HARNESS_DIR / "zq_maxi_echo.sv"], top="zq_maxi_echo", maxi=True,
-                     rom_files=[], tag="maxi-echo", opt="quick")
+    b = rf.echo_build(ref["ex"])
     code = (f"from zynqflow.sim.harness import rtl_fast as rf\n"
-            f"b = rf.FastBuild({str(ref['ex'])!r}, sources=[rf.HARNESS_DIR / 'zq_maxi_echo.sv'], "
-            f"top='zq_maxi_echo', maxi=True, rom_files=[], tag='maxi-echo', opt='quick')\n"
-            f"print(b.build())")
+            f"print(rf.echo_build({str(ref['ex'])!r}).build())")
     procs = [subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
              for _ in range(2)]
     outs = [p.communicate(timeout=600) for p in procs]
@@ -452,8 +449,7 @@ def test_maxi_latency_and_errors(ref, echo):
 
 
 def test_no_maxi_build_refuses_memory_calls(ref):
-    lib = rf.FastBuild(ref["ex"], sources=[rf.HARNESS_DIR / "zq_maxi_echo.sv"], top="zq_maxi_echo", maxi=False,
-                       tag="nomaxi", opt="quick").build()
+    lib = rf.echo_build(ref["ex"], maxi=False).build()
     s = rf.FastSim.for_export(lib, ref["ex"], regmap=ECHO_REGS, ctrl=ECHO_CTRL)
     assert not s.maxi
     with pytest.raises(rf.RtlFastError, match="without AXI4 master ports"):

@@ -108,6 +108,7 @@ OPT_LEVELS = {
     "pgo": OptLevel("-O2", "-O1", True, True, "-O2 -march=native, profile-guided (g++ -fprofile-use)"),
 }
 DEFAULT_OPT = "native"
+SHORT_OPT = "quick"            # the level run_opt picks for short runs (and the tests' builds)
 PGO_MIN_CYCLES = 100_000_000   # runs this long build profile-guided by default (run_opt)
 # runs this short build ``quick`` by default (run_opt): its compile costs ~6 CPU s less than native's
 # (a 64x64 zynqnet model, sim/harness/README.md) and it simulates ~0.2 CPU s slower per M cycles
@@ -873,6 +874,17 @@ class FastSim:
                      wall, cpu)
 
 
+ECHO_TOP = "zq_maxi_echo"   # the harness's own AXI4-master echo DUT (zq_maxi_echo.sv), for its tests
+
+
+def echo_build(export_dir, *, maxi: bool = True, opt: str = SHORT_OPT) -> FastBuild:
+    """The harness on the echo DUT (``zq_maxi_echo.sv``: it echoes frames through its AXI4 masters,
+    and its FAULT register breaks one protocol rule per frame) at the export's geometry; ``maxi=False``
+    builds it without the memory models."""
+    return FastBuild(export_dir, sources=[HARNESS_DIR / f"{ECHO_TOP}.sv"], top=ECHO_TOP, maxi=maxi,
+                     tag="maxi-echo" if maxi else "nomaxi", opt=opt)
+
+
 def run_opt(export_dir, n_frames: int, opt: str | None = None) -> str:
     """The build level for ``n_frames`` of the export: ``opt`` if given, else ``$ZQ_SIM_OPT``, else
     ``pgo`` for long runs (:data:`PGO_MIN_CYCLES` or more simulated cycles: 1 650 zynqnet-mini
@@ -883,7 +895,7 @@ def run_opt(export_dir, n_frames: int, opt: str | None = None) -> str:
     if opt or os.environ.get(OPT_ENV):
         return opt or os.environ[OPT_ENV]
     cycles = n_frames * frame_cycles_estimate(export_dir)
-    return "pgo" if cycles >= PGO_MIN_CYCLES else "quick" if cycles < QUICK_MAX_CYCLES else DEFAULT_OPT
+    return "pgo" if cycles >= PGO_MIN_CYCLES else SHORT_OPT if cycles < QUICK_MAX_CYCLES else DEFAULT_OPT
 
 
 def pgo_training_run(lib, export_dir, frames: int, memory: str) -> None:
